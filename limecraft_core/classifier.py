@@ -1,0 +1,212 @@
+"""The one interface the engine talks to a model through: a batched classifier on a device.
+
+It takes float32 (B, 3, H, W) tensors in [0, 1] on its device, resizes them to the model's input
+size, normalises them, runs the model under ``inference_mode`` (and autocast on a GPU), and
+checks that the output is a finite (B, C) array.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ._validate import LimecraftError, as_float_image, check_choice, check_int
+
+__all__ = ["NORMALIZATIONS", "PRECISIONS", "Classifier", "ModelError", "resolve_device"]
+
+NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {
+    "none": None,
+    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+}
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class ModelError(RuntimeError):
+    """The model failed or returned something unusable; the message says what and why."""
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``auto`` is cuda when available, else cpu. Raises LimecraftError for an unusable device."""
+    if isinstance(device, torch.device):
+        return device
+    check_choice("device", device, ("auto", "cpu", "cuda"))
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise LimecraftError("device 'cuda' was asked for but no CUDA GPU is available; use 'cpu'")
+    return torch.device(device)
+
+
+class Classifier:
+    """A batched image classifier on one device; thread-safe for concurrent forwards.
+
+    Parameters
+    ----------
+    model : torch.nn.Module or callable
+        Maps a float32 tensor (B, 3, h, w) to (B, C) scores. A Module is put in eval mode and
+        moved to ``device``.
+    input_size : int or (h, w), optional
+        Inputs are resized (bilinear, antialiased) to this size; ``None`` keeps the image's size.
+    normalize : {"none", "imagenet"}
+        Applied after resizing, on the device.
+    labels : sequence of str, optional
+        Class names; default ``class 0``, ``class 1``, ...
+    device : {"auto", "cpu", "cuda"} or torch.device
+    precision : {"auto", "fp32", "bf16", "fp16"}
+        ``auto`` is bf16 (or fp16) autocast on a GPU and fp32 on the CPU.
+    channels_last : bool, optional
+        Default: True on a GPU.
+    name : str
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | Callable[[torch.Tensor], Any],
+        *,
+        input_size: int | tuple[int, int] | None = None,
+        normalize: str = "none",
+        labels: Sequence[str] | None = None,
+        device: str | torch.device = "auto",
+        precision: str = "auto",
+        channels_last: bool | None = None,
+        name: str = "custom",
+    ) -> None:
+        if not callable(model):
+            raise LimecraftError(
+                f"model must be a torch.nn.Module, a callable, or a registry name; got {type(model).__name__}"
+            )
+        self.device = resolve_device(device)
+        check_choice("normalize", normalize, tuple(NORMALIZATIONS))
+        check_choice("precision", precision, PRECISIONS)
+        if isinstance(input_size, (int, np.integer)):
+            input_size = (int(input_size), int(input_size))
+        if input_size is not None:
+            input_size = (
+                check_int("input_size", input_size[0], 8, 4096),
+                check_int("input_size", input_size[1], 8, 4096),
+            )
+        self.input_size: tuple[int, int] | None = input_size
+        self.normalize = normalize
+        self.name = name
+        self._labels = tuple(labels) if labels is not None else None
+        if precision == "auto":
+            precision = "fp32"
+            if self.device.type == "cuda":
+                precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        self.precision = precision
+        self.channels_last = self.device.type == "cuda" if channels_last is None else channels_last
+        if isinstance(model, torch.nn.Module):
+            model = model.eval().to(self.device)
+            if self.channels_last:
+                model = model.to(memory_format=torch.channels_last)
+        self.model = model
+        norm = NORMALIZATIONS[normalize]
+        self._mean = self._std = None
+        if norm is not None:
+            self._mean = torch.tensor(norm[0], device=self.device).view(1, 3, 1, 1)
+            self._std = torch.tensor(norm[1], device=self.device).view(1, 3, 1, 1)
+
+    def __repr__(self) -> str:
+        return (
+            f"Classifier(name={self.name!r}, input_size={self.input_size}, "
+            f"normalize={self.normalize!r}, device={self.device.type!r}, precision={self.precision!r})"
+        )
+
+    def label(self, index: int) -> str:
+        """Name of class ``index``."""
+        if self._labels is not None and 0 <= index < len(self._labels):
+            return self._labels[index]
+        return f"class {index}"
+
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """Class names, if known."""
+        return self._labels
+
+    def preprocess(self, batch: torch.Tensor) -> torch.Tensor:
+        """Resize and normalise a (B, 3, H, W) [0, 1] batch on the device."""
+        x = batch
+        if self.input_size is not None and tuple(x.shape[-2:]) != self.input_size:
+            x = F.interpolate(x, size=self.input_size, mode="bilinear", antialias=True, align_corners=False)
+        if self._mean is not None:
+            x = (x - self._mean) / self._std
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x
+
+    def __call__(self, batch: torch.Tensor) -> torch.Tensor:
+        """Scores for a batch.
+
+        Parameters
+        ----------
+        batch : (B, 3, H, W) float32 tensor in [0, 1] on ``self.device``
+
+        Returns
+        -------
+        (B, C) float32 tensor on ``self.device``.
+
+        Raises
+        ------
+        ModelError
+            If the model raises, or returns something other than finite (B, C) scores.
+        """
+        n = batch.shape[0]
+        x = self.preprocess(batch)
+        autocast = (
+            torch.autocast(self.device.type, dtype=_DTYPES[self.precision])
+            if self.precision in _DTYPES
+            else contextlib.nullcontext()
+        )
+        try:
+            with torch.inference_mode(), autocast:
+                out = self.model(x)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:  # the user's model: report, never crash the caller
+            raise ModelError(f"the model {self.name!r} failed: {type(e).__name__}: {e}") from e
+        if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+            out = out[0]  # e.g. inception's (logits, aux) in some modes
+        if hasattr(out, "logits") and isinstance(out.logits, torch.Tensor):
+            out = out.logits
+        if not isinstance(out, torch.Tensor):
+            try:
+                out = torch.as_tensor(np.asarray(out), device=self.device)
+            except Exception:
+                raise ModelError(
+                    f"the model {self.name!r} returned {type(out).__name__}; it must return (N, C) scores"
+                ) from None
+        if out.ndim != 2 or out.shape[0] != n:
+            raise ModelError(
+                f"the model {self.name!r} must return scores of shape (N, C); for a batch of {n} "
+                f"images it returned shape {tuple(out.shape)}"
+            )
+        out = out.float()
+        if not bool(torch.isfinite(out).all()):
+            raise ModelError(f"the model {self.name!r} returned NaN or infinite scores")
+        return out
+
+    def predict(self, images: np.ndarray, batch_size: int = 32) -> np.ndarray:
+        """Raw scores for images given as arrays.
+
+        Parameters
+        ----------
+        images : (H, W, 3) or (B, H, W, 3) uint8 ndarray, or float in [0, 1]
+
+        Returns
+        -------
+        (C,) or (B, C) float32 ndarray.
+        """
+        single = images.ndim == 3
+        batch = [as_float_image(im) for im in (images[None] if single else images)]
+        outs = []
+        for i in range(0, len(batch), batch_size):
+            chunk = np.stack(batch[i : i + batch_size]).transpose(0, 3, 1, 2)
+            outs.append(self(torch.from_numpy(np.ascontiguousarray(chunk)).to(self.device)).cpu())
+        out = torch.cat(outs).numpy()
+        return out[0] if single else out

@@ -1,0 +1,634 @@
+"""LIME over regions, end to end: the ``explain`` call and its result."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import __version__
+from ._validate import (
+    LimecraftError,
+    as_float_image,
+    check_choice,
+    check_float,
+    check_int,
+    check_label_map,
+)
+from .classifier import Classifier, resolve_device
+from .perturbation import Fill, check_fill, default_batch_size, make_fill, run_masks, sample_masks
+from .segmentation import (
+    DEFAULT_WORKING_SIZE,
+    METHODS,
+    Regions,
+    compose_regions,
+    regions_from_labels,
+    segment,
+)
+from .surrogate import Kernel, cosine_distance, fit_ridge, make_kernel
+
+__all__ = ["OUTPUT_SPACES", "Explanation", "explain", "resolve_classifier"]
+
+OUTPUT_SPACES = ("probability", "raw")
+JSON_FORMAT = "limecraft-explanation"
+JSON_VERSION = 1
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"limecraft": __version__, "python": platform.python_version()}
+    for pkg in ("numpy", "torch", "torchvision", "scikit-image", "pillow"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _nullable(a: np.ndarray) -> list[float | None]:
+    return [float(x) if np.isfinite(x) else None for x in a]
+
+
+def _jsonable(v: Any) -> Any:
+    """Settings values as plain JSON types (numpy scalars and tuples become numbers and lists)."""
+    if isinstance(v, dict):
+        return {str(a): _jsonable(b) for a, b in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def _encode_array(a: np.ndarray) -> dict[str, Any]:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, a=a)
+    return {"encoding": "npz-base64", "data": base64.b64encode(buf.getvalue()).decode("ascii")}
+
+
+def _decode_array(d: Any) -> np.ndarray:
+    if not isinstance(d, dict) or d.get("encoding") != "npz-base64" or not isinstance(d.get("data"), str):
+        raise LimecraftError("explanation JSON: 'segments' must be {encoding: npz-base64, data}")
+    try:
+        with np.load(io.BytesIO(base64.b64decode(d["data"], validate=True)), allow_pickle=False) as z:
+            return z["a"]
+    except Exception as e:
+        raise LimecraftError(f"explanation JSON: 'segments' could not be decoded ({e})") from None
+
+
+@dataclass(frozen=True, eq=False)
+class Explanation:
+    """The result of :func:`explain`. Arrays are per explained class (L) and per region (K).
+
+    Attributes
+    ----------
+    settings : dict, every option's effective value
+    segments : (H, W) int32 ndarray, region ids 0..K-1 at the image's own resolution
+    region_keys, region_names : tuple of str, per region (stable identity, display name)
+    region_pixels : (K,) int64 ndarray
+    classes : tuple of int, the explained classes; ``classes[0]`` is the target
+    class_labels : tuple of str
+    class_weights : (L, K) float64 ndarray, region weights per class
+    intercepts, scores, local_predictions : (L,) float64 ndarrays
+        The surrogate's intercept, weighted R^2 (fidelity) and prediction for the original.
+    predictions : (L,) float64 ndarray, the model's output for the original image
+    deltas : (L, K) float64 ndarray, output(original) - output(only region k hidden)
+    kept_alone : (L, K) float64 ndarray, output with only region k kept
+    top_predictions : tuple of (index, label, score), the model's top 5 on the original
+    timings : dict of seconds
+    versions : dict of package versions
+    """
+
+    settings: dict[str, Any]
+    segments: np.ndarray
+    region_keys: tuple[str, ...]
+    region_names: tuple[str, ...]
+    region_pixels: np.ndarray
+    classes: tuple[int, ...]
+    class_labels: tuple[str, ...]
+    class_weights: np.ndarray
+    intercepts: np.ndarray
+    scores: np.ndarray
+    local_predictions: np.ndarray
+    predictions: np.ndarray
+    deltas: np.ndarray
+    kept_alone: np.ndarray
+    top_predictions: tuple[tuple[int, str, float], ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def target(self) -> int:
+        """The explained class (top-1 unless a target was given)."""
+        return self.classes[0]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """(K,) float64 ndarray, region weights for the target class."""
+        return self.class_weights[0]
+
+    @property
+    def intercept(self) -> float:
+        """The surrogate's intercept for the target class."""
+        return float(self.intercepts[0])
+
+    @property
+    def score(self) -> float:
+        """Weighted R^2 of the surrogate for the target class."""
+        return float(self.scores[0])
+
+    @property
+    def n_regions(self) -> int:
+        """Number of regions K."""
+        return len(self.region_pixels)
+
+    def class_index(self, cls: int) -> int:
+        """Row of class ``cls`` in the per-class arrays."""
+        try:
+            return self.classes.index(int(cls))
+        except ValueError:
+            raise LimecraftError(
+                f"class {cls} was not explained; explained: {list(self.classes)}"
+            ) from None
+
+    def regions_table(self, cls: int | None = None) -> list[dict[str, Any]]:
+        """One row per region for class ``cls`` (default: the target)."""
+        i = 0 if cls is None else self.class_index(cls)
+        return [
+            {
+                "id": k,
+                "key": self.region_keys[k],
+                "name": self.region_names[k],
+                "pixels": int(self.region_pixels[k]),
+                "weight": float(self.class_weights[i, k]),
+                "delta": float(self.deltas[i, k]),
+                "kept_alone": float(self.kept_alone[i, k]),
+            }
+            for k in range(self.n_regions)
+        ]
+
+    def to_dict(self, include_segments: bool = True) -> dict[str, Any]:
+        """A JSON-ready dict; see :meth:`to_json`."""
+        h, w = self.segments.shape
+        d: dict[str, Any] = {
+            "format": JSON_FORMAT,
+            "format_version": JSON_VERSION,
+            "settings": self.settings,
+            "image": {"width": int(w), "height": int(h)},
+            "target": {
+                "index": int(self.target),
+                "label": self.class_labels[0],
+                "score": float(self.predictions[0]),
+            },
+            "intercept": self.intercept,
+            "score": self.score,
+            "regions": [
+                {key: (None if isinstance(v, float) and not np.isfinite(v) else v) for key, v in r.items()}
+                for r in self.regions_table()
+            ],
+            "classes": [
+                {
+                    "index": int(c),
+                    "label": self.class_labels[i],
+                    "prediction": float(self.predictions[i]),
+                    "intercept": float(self.intercepts[i]),
+                    "score": float(self.scores[i]),
+                    "local_prediction": float(self.local_predictions[i]),
+                    "weights": self.class_weights[i].tolist(),
+                    "deltas": _nullable(self.deltas[i]),
+                    "kept_alone": _nullable(self.kept_alone[i]),
+                }
+                for i, c in enumerate(self.classes)
+            ],
+            "top_predictions": [
+                {"index": int(i), "label": lab, "score": float(s)} for i, lab, s in self.top_predictions
+            ],
+            "timings": self.timings,
+            "versions": self.versions,
+        }
+        if include_segments:
+            d["segments"] = _encode_array(self.segments.astype(np.int32))
+        return d
+
+    def to_json(self, include_segments: bool = True, indent: int | None = 2) -> str:
+        """Serialise to JSON. ``segments`` is stored as a base64 compressed ``.npz``."""
+        return json.dumps(self.to_dict(include_segments), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Explanation:
+        """Restore an explanation written by :meth:`to_json` (with segments).
+
+        Raises
+        ------
+        LimecraftError
+            If the text is not such a JSON document, or its parts do not fit together.
+        """
+        try:
+            d = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise LimecraftError(f"not a JSON document: {e}") from None
+        return cls.from_dict(d)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Explanation:
+        """Restore from :meth:`to_dict`'s output, checking every part."""
+        if not isinstance(d, dict) or d.get("format") != JSON_FORMAT:
+            raise LimecraftError("not a LIMEcraft explanation (missing format: limecraft-explanation)")
+        if d.get("format_version") != JSON_VERSION:
+            raise LimecraftError(f"unsupported explanation format_version {d.get('format_version')!r}")
+        if "segments" not in d:
+            raise LimecraftError("this explanation JSON was saved without segments; it cannot be restored")
+        seg = _decode_array(d["segments"])
+        try:
+            if seg.ndim != 2 or not np.issubdtype(seg.dtype, np.integer):
+                raise ValueError("segments must be a 2-D integer array")
+            k = int(seg.max()) + 1
+            if seg.min() != 0 or len(np.unique(seg)) != k:
+                raise ValueError("segments must hold ids 0..K-1 with no gaps")
+            regions = d["regions"]
+            if not isinstance(regions, list) or len(regions) != k:
+                raise ValueError(f"'regions' must list {k} regions")
+            classes = d["classes"]
+            if not isinstance(classes, list) or not classes:
+                raise ValueError("'classes' must be a non-empty list")
+
+            def vec(c: dict, key: str, nullable: bool = False) -> np.ndarray:
+                v = c[key]
+                if not isinstance(v, list) or len(v) != k:
+                    raise ValueError(f"classes[].{key} must be a list of {k} numbers")
+                if nullable:
+                    v = [np.nan if x is None else x for x in v]
+                if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+                    raise ValueError(f"classes[].{key} must hold numbers only")
+                a = np.asarray(v, dtype=np.float64)
+                if not nullable and not np.isfinite(a).all():
+                    raise ValueError(f"classes[].{key} must be {k} finite numbers")
+                return a
+
+            def num(v: Any) -> float:
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise ValueError(f"expected a number, got {v!r}")
+                return float(v)
+
+            def text(v: Any) -> str:
+                if not isinstance(v, str):
+                    raise ValueError(f"expected a string, got {v!r}")
+                return v
+
+            settings = d["settings"]
+            if not isinstance(settings, dict):
+                raise ValueError("'settings' must be an object")
+            return cls(
+                settings=settings,
+                segments=seg.astype(np.int32),
+                region_keys=tuple(text(r["key"]) for r in regions),
+                region_names=tuple(text(r["name"]) for r in regions),
+                region_pixels=np.bincount(seg.ravel(), minlength=k).astype(np.int64),
+                classes=tuple(int(num(c["index"])) for c in classes),
+                class_labels=tuple(text(c["label"]) for c in classes),
+                class_weights=np.stack([vec(c, "weights") for c in classes]),
+                intercepts=np.array([num(c["intercept"]) for c in classes]),
+                scores=np.array([num(c["score"]) for c in classes]),
+                local_predictions=np.array([num(c["local_prediction"]) for c in classes]),
+                predictions=np.array([num(c["prediction"]) for c in classes]),
+                deltas=np.stack([vec(c, "deltas", True) for c in classes]),
+                kept_alone=np.stack([vec(c, "kept_alone", True) for c in classes]),
+                top_predictions=tuple(
+                    (int(num(t["index"])), text(t["label"]), num(t["score"]))
+                    for t in d.get("top_predictions", [])
+                ),
+                timings={text(a): num(b) for a, b in d.get("timings", {}).items()},
+                versions={text(a): text(b) for a, b in d.get("versions", {}).items()},
+            )
+        except LimecraftError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise LimecraftError(f"explanation JSON is malformed: {e}") from None
+
+
+# --------------------------------------------------------------------------- the door
+
+
+def resolve_classifier(
+    model: Any,
+    *,
+    input_size: int | None = None,
+    normalize: str | None = None,
+    labels: Sequence[str] | str | Path | None = None,
+    device: str = "auto",
+    precision: str = "auto",
+) -> Classifier:
+    """Turn what the caller gave as ``model`` into a :class:`Classifier`.
+
+    A registry name or a model file path is loaded through ``models.registry`` (the edge where
+    files are read); a Module or callable is wrapped; a Classifier is used as is.
+    """
+    if isinstance(labels, (str, Path)):
+        from .io import read_labels
+
+        labels = read_labels(labels)
+    if isinstance(model, Classifier):
+        return model
+    if isinstance(model, (str, Path)):
+        from models.registry import load_classifier
+
+        return load_classifier(
+            str(model), input_size=input_size, normalize=normalize, labels=labels,
+            device=device, precision=precision,
+        )
+    return Classifier(
+        model, input_size=input_size, normalize=normalize or "none", labels=labels,
+        device=device, precision=precision,
+    )
+
+
+def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    return F.interpolate(x[None], size=size, mode="bilinear", antialias=True, align_corners=False)[0]
+
+
+def _resize_labels(labels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    h, w = labels.shape
+    rows = np.minimum(((np.arange(size[0]) + 0.5) * h / size[0]).astype(np.intp), h - 1)
+    cols = np.minimum(((np.arange(size[1]) + 0.5) * w / size[1]).astype(np.intp), w - 1)
+    return labels[rows[:, None], cols[None, :]]
+
+
+def _regions_for(
+    img: np.ndarray,
+    segments: Any,
+    regions_mask: Any,
+    segments_file: Any,
+    *,
+    segmentation: str,
+    n_segments: int | None,
+    segmentation_params: dict | None,
+    inner_segments: Any,
+    inner_method: str,
+    outer_segments: int | None,
+    region_names: Sequence[str] | None,
+    working_size: int | None,
+    seed: int,
+) -> Regions:
+    shape = img.shape[:2]
+    if segments_file is not None:
+        if segments is not None:
+            raise LimecraftError("give either segments or segments_file, not both")
+        from .io import read_label_map
+
+        segments = read_label_map(segments_file)
+    if isinstance(regions_mask, (str, Path)):
+        from .io import read_mask
+
+        regions_mask = read_mask(regions_mask)
+    if segments is not None and regions_mask is not None:
+        raise LimecraftError("give either segments (a finished label map) or regions_mask, not both")
+    if isinstance(segments, Regions):
+        check_label_map(segments.atoms, shape, "segments")
+        return segments
+    if segments is not None:
+        segments = np.asarray(segments)
+        check_label_map(segments, shape, "segments")
+        return regions_from_labels(segments)
+    if regions_mask is not None:
+        return compose_regions(
+            img, regions_mask, names=region_names, inner_segments=inner_segments,
+            inner_method=inner_method, outer_segments=outer_segments, outer_method=segmentation,
+            outer_params=segmentation_params, working_size=working_size, seed=seed,
+        )
+    labels = segment(
+        img, segmentation, n_segments, params=segmentation_params, working_size=working_size, seed=seed
+    )
+    return regions_from_labels(labels)
+
+
+def explain(
+    image: np.ndarray,
+    model: Any,
+    segments: np.ndarray | Regions | None = None,
+    regions_mask: Any = None,
+    *,
+    samples: int = 1000,
+    seed: int = 0,
+    fill: Fill = "mean",
+    kernel_width: float | str = 0.25,
+    ridge_alpha: float = 1.0,
+    output_space: str = "probability",
+    target: int | None = None,
+    top_labels: int = 1,
+    batch_size: int | None = None,
+    device: str = "auto",
+    segmentation: str = "quickshift",
+    n_segments: int | None = None,
+    segmentation_params: dict | None = None,
+    segments_file: str | Path | None = None,
+    inner_segments: int | Sequence[int | None] | None = None,
+    inner_method: str = "slic",
+    outer_segments: int | None = None,
+    region_names: Sequence[str] | None = None,
+    sampling: str = "bernoulli",
+    p: float = 0.5,
+    kernel: Kernel | None = None,
+    labels: Sequence[str] | str | Path | None = None,
+    input_size: int | None = None,
+    normalize: str | None = None,
+    precision: str = "auto",
+    blur_sigma: float | None = None,
+    working_size: int | None = DEFAULT_WORKING_SIZE,
+    compute_deltas: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> Explanation:
+    """Explain a classifier's prediction on an image over regions.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, or float ndarray in [0, 1]
+    model : torch.nn.Module, callable, Classifier, registry name, or ``.pt2`` / ``.pt`` path
+        A Module or callable maps float32 (N, 3, H, W) in [0, 1] to (N, C) scores.
+    segments : (H, W) int ndarray or Regions, optional
+        A finished label map, used as is (relabelled to 0..K-1).
+    regions_mask : (H, W) bool/int ndarray, list of bool masks, or PNG path, optional
+        Handcrafted regions, composed with ``inner_segments`` / ``outer_segments``
+        (see :func:`limecraft_core.compose_regions`).
+    samples : int, N in [10, 200000], including the original
+    seed : int, seeds sampling and segmentation; the same seed gives identical results on CPU
+    fill : mean, gray, black, blur, inpaint, ``#RRGGBB`` or callable
+    kernel_width : float > 0 or ``"uniform"``
+    ridge_alpha : float >= 0
+    output_space : {"probability", "raw"}; probability is the softmax of the model's outputs
+    target : int, optional; the class to explain (default: top-1)
+    top_labels : int; with no target, explain this many top classes
+    batch_size : int, optional; default from the device and image size
+    device : {"auto", "cpu", "cuda"}
+    segmentation, n_segments, segmentation_params : automatic superpixels (see ``segment``)
+    sampling : {"bernoulli", "stratified", "antithetic"}, with ``p`` the keep probability
+    kernel : callable, optional; overrides ``kernel_width`` (distances -> weights)
+    labels : class names, or a text file with one per line
+    input_size, normalize : the model's input size and normalisation (registry models know
+        theirs). Perturbed images are composed at the input size, on the device.
+    working_size : int or None; segmentation runs at most at this longer side
+    compute_deltas : bool; also run the 2K single-region passes (hide one, keep one)
+    progress : callable(done, total), optional, called after each model batch
+    cancel : callable() -> bool, optional; raises ``Cancelled`` when it returns True
+
+    Returns
+    -------
+    Explanation
+
+    Raises
+    ------
+    LimecraftError
+        For any invalid input; the message says how to fix it.
+    ModelError
+        If the model fails or returns unusable scores.
+    """
+    t0 = time.perf_counter()
+    img = as_float_image(image)
+    h, w = img.shape[:2]
+    samples = check_int("samples", samples, 10, 200_000)
+    seed = check_int("seed", seed, 0, 2**63 - 1)
+    fill = check_fill(fill)
+    ridge_alpha = check_float("ridge_alpha", ridge_alpha, 0.0, 1e6)
+    check_choice("output_space", output_space, OUTPUT_SPACES)
+    check_choice("segmentation", segmentation, METHODS)
+    top_labels = check_int("top_labels", top_labels, 1, 100)
+    if batch_size is not None:
+        batch_size = check_int("batch_size", batch_size, 1, 65536)
+    kern = kernel if kernel is not None else make_kernel(kernel_width)
+    dev = resolve_device(device)
+    clf = resolve_classifier(
+        model, input_size=input_size, normalize=normalize, labels=labels,
+        device=dev.type, precision=precision,
+    )
+    dev = clf.device
+
+    t_seg = time.perf_counter()
+    regions = _regions_for(
+        img, segments, regions_mask, segments_file, segmentation=segmentation,
+        n_segments=n_segments, segmentation_params=segmentation_params,
+        inner_segments=inner_segments, inner_method=inner_method, outer_segments=outer_segments,
+        region_names=region_names, working_size=working_size, seed=seed,
+    )
+    seg_labels = regions.labels
+    k = regions.n_regions
+    segmentation_s = time.perf_counter() - t_seg
+
+    # Compose at the model's input size: the model would resize anyway, and it is far cheaper.
+    t_sample = time.perf_counter()
+    size = clf.input_size or (h, w)
+    work_labels = seg_labels if size == (h, w) else _resize_labels(seg_labels, size)
+    image_t = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1))).to(dev)
+    if size != (h, w):
+        image_t = _resize(image_t, size)
+    work_img = image_t.cpu().numpy().transpose(1, 2, 0)
+    fill_np = make_fill(work_img, work_labels, fill, blur_sigma=blur_sigma)
+    fill_t = torch.from_numpy(np.ascontiguousarray(fill_np.transpose(2, 0, 1))).to(dev)
+    labels_t = torch.from_numpy(work_labels.astype(np.int64)).to(dev)
+
+    ms = sample_masks(k, samples, scheme=sampling, p=p, rng=seed)
+    all_masks = ms.masks
+    if compute_deltas:
+        hide_one = ~np.eye(k, dtype=bool)
+        keep_one = np.eye(k, dtype=bool)
+        all_masks = np.concatenate([ms.masks, hide_one, keep_one])
+    bs = batch_size or default_batch_size(dev, size[0] * size[1])
+
+    outputs = run_masks(clf, image_t, fill_t, labels_t, all_masks, bs, progress=progress, cancel=cancel)
+    if output_space == "probability":  # once over all rows: per-batch calls cost more on CPU
+        outputs = torch.softmax(outputs, dim=1)
+    sampling_s = time.perf_counter() - t_sample
+
+    original = outputs[0]
+    n_classes = original.shape[0]
+    if target is not None:
+        target = check_int("target", target, 0, n_classes - 1)
+        classes = [target]
+    else:
+        classes = torch.argsort(original, descending=True)[: min(top_labels, n_classes)].tolist()
+    cls_t = torch.tensor(classes, device=outputs.device)
+
+    t_fit = time.perf_counter()
+    sample_out = outputs[:samples][:, cls_t]
+    sw = kern(cosine_distance(ms.masks)) * ms.weights
+    fit = fit_ridge(ms.masks, sample_out, sw, alpha=ridge_alpha)
+    fit_s = time.perf_counter() - t_fit
+
+    orig = original[cls_t].double().cpu().numpy()
+    if compute_deltas:
+        hid = outputs[samples : samples + k][:, cls_t].double().cpu().numpy().T
+        kept = outputs[samples + k :][:, cls_t].double().cpu().numpy().T
+        deltas = orig[:, None] - hid
+    else:
+        deltas = kept = np.full((len(classes), k), np.nan)
+    top5 = torch.argsort(original, descending=True)[:5].tolist()
+
+    settings = {
+        "model": clf.name,
+        "input_size": list(clf.input_size) if clf.input_size else None,
+        "normalize": clf.normalize,
+        "segmentation": segmentation,
+        "n_segments": n_segments,
+        "segmentation_params": segmentation_params,
+        "segments_file": str(segments_file) if segments_file is not None else None,
+        "regions_mask": str(regions_mask) if isinstance(regions_mask, (str, Path)) else (
+            "array" if regions_mask is not None else None
+        ),
+        "inner_segments": inner_segments,
+        "inner_method": inner_method,
+        "outer_segments": outer_segments,
+        "samples": samples,
+        "sampling": sampling,
+        "p": p,
+        "seed": seed,
+        "fill": fill if isinstance(fill, str) else getattr(fill, "__name__", "custom"),
+        "blur_sigma": blur_sigma,
+        "kernel_width": kernel_width if kernel is None else None,
+        "kernel": getattr(kern, "__name__", "custom"),
+        "ridge_alpha": ridge_alpha,
+        "output_space": output_space,
+        "target": target,
+        "top_labels": top_labels,
+        "batch_size": bs,
+        "device": dev.type,
+        "precision": clf.precision,
+        "working_size": working_size,
+        "compute_deltas": compute_deltas,
+        "n_regions": k,
+    }
+    return Explanation(
+        settings=_jsonable(settings),
+        segments=seg_labels,
+        region_keys=regions.keys,
+        region_names=regions.names,
+        region_pixels=regions.pixel_counts(),
+        classes=tuple(int(c) for c in classes),
+        class_labels=tuple(clf.label(int(c)) for c in classes),
+        class_weights=fit.coef,
+        intercepts=fit.intercept,
+        scores=fit.score,
+        local_predictions=fit.local_prediction,
+        predictions=orig,
+        deltas=deltas,
+        kept_alone=kept,
+        top_predictions=tuple((int(i), clf.label(int(i)), float(original[i])) for i in top5),
+        timings={
+            "segmentation_s": segmentation_s,
+            "sampling_s": sampling_s,
+            "fit_s": fit_s,
+            "total_s": time.perf_counter() - t0,
+        },
+        versions=_versions(),
+    )

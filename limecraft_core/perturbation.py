@@ -1,0 +1,394 @@
+"""Perturbations: binary masks over regions, what a hidden region shows, and batched composition.
+
+Perturbed images are never built one at a time in Python: each batch is composed on the model's
+device as ``where(masks[:, labels], image, fill)`` and only the model's outputs are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy import ndimage as ndi
+from scipy.special import gammaln
+
+from ._validate import Cancelled, LimecraftError, as_float_image, check_float, check_int
+
+__all__ = [
+    "FILLS",
+    "SCHEMES",
+    "MaskSample",
+    "compose_batch",
+    "make_fill",
+    "perturbed_images",
+    "sample_masks",
+]
+
+SCHEMES = ("bernoulli", "stratified", "antithetic")
+FILLS = ("mean", "gray", "black", "blur", "inpaint")
+
+#: A fill is a name from FILLS, a ``#RRGGBB`` colour, or a callable
+#: ``(image (H, W, 3) float32, labels (H, W) int) -> (H, W, 3) float32``.
+Fill = Union[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
+
+_HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+@dataclass(frozen=True)
+class MaskSample:
+    """Binary perturbation masks and their sampling correction.
+
+    Attributes
+    ----------
+    masks : (N, K) bool ndarray; True keeps region k, False hides it. Row 0 is all True.
+    weights : (N,) float64 ndarray; importance weight that makes the sample equivalent to
+        Bernoulli(p) sampling (all ones for ``bernoulli`` and ``antithetic``).
+    scheme : str
+    p : float
+    """
+
+    masks: np.ndarray
+    weights: np.ndarray
+    scheme: str
+    p: float
+
+
+def _binom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    logc = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+    with np.errstate(divide="ignore"):
+        return np.exp(logc + k * np.log(p) + (n - k) * np.log1p(-p))
+
+
+def sample_masks(
+    n_regions: int,
+    n_samples: int,
+    *,
+    scheme: str = "bernoulli",
+    p: float = 0.5,
+    rng: np.random.Generator | int | None = 0,
+) -> MaskSample:
+    """Draw N binary masks over K regions; row 0 is the original image (all regions on).
+
+    Parameters
+    ----------
+    n_regions : int, K >= 1
+    n_samples : int, N >= 2
+    scheme : {"bernoulli", "stratified", "antithetic"}
+        ``bernoulli``: each region on with probability p (the lime package's scheme).
+        ``stratified``: the number of active regions k is drawn uniformly from 0..K, then k
+        regions at random; each row is weighted by Binom(k; K, p) * (K + 1) so that the fit
+        targets the same objective as Bernoulli(p) (arXiv 2403.17742).
+        ``antithetic``: Bernoulli(0.5) rows in complementary pairs (z, 1 - z), which cancels the
+        sampling noise of every linear effect; needs p = 0.5.
+    p : float in (0, 1)
+    rng : numpy Generator or int seed
+        The same seed gives identical masks.
+
+    Returns
+    -------
+    MaskSample
+
+    Notes
+    -----
+    For N >= 4, every region is guaranteed to be hidden in at least one row and kept in at
+    least one row other than row 0: a column that came out constant (chance 2**-(N-1) with
+    Bernoulli(0.5)) gets one entry of a random row flipped.
+    """
+    k_regions = check_int("number of regions", n_regions, 1)
+    n = check_int("samples", n_samples, 2, 1_000_000)
+    if scheme not in SCHEMES:
+        raise LimecraftError(f"sampling must be one of {', '.join(SCHEMES)}; got {scheme!r}")
+    p = check_float("p", p, 0.0, 1.0, lo_open=True)
+    if p >= 1.0:
+        raise LimecraftError("p must be in (0, 1), got 1.0")
+    gen = np.random.default_rng(rng)
+    rows = n - 1
+    weights = np.ones(n, dtype=np.float64)
+    if scheme == "bernoulli":
+        z = gen.random((rows, k_regions)) < p
+    elif scheme == "stratified":
+        k = gen.integers(0, k_regions + 1, size=rows)
+        ranks = np.argsort(np.argsort(gen.random((rows, k_regions)), axis=1), axis=1)
+        z = ranks < k[:, None]
+        weights[1:] = _binom_pmf(k.astype(np.float64), k_regions, p) * (k_regions + 1)
+    else:
+        if abs(p - 0.5) > 1e-12:
+            raise LimecraftError("antithetic sampling needs p = 0.5")
+        half = gen.random(((rows + 1) // 2, k_regions)) < 0.5
+        z = np.concatenate([half, ~half])[:rows]
+    if rows >= 3:
+        for j in np.flatnonzero(z.all(axis=0) | ~z.any(axis=0)):
+            z[gen.integers(rows), j] ^= True
+    masks = np.concatenate([np.ones((1, k_regions), dtype=bool), z])
+    return MaskSample(masks=masks, weights=weights, scheme=scheme, p=p)
+
+
+# --------------------------------------------------------------------------- fills
+
+
+def _parse_colour(fill: str) -> np.ndarray | None:
+    if fill == "gray":
+        return np.array([0.5, 0.5, 0.5], np.float32)
+    if fill == "black":
+        return np.zeros(3, np.float32)
+    if _HEX.match(fill):
+        return np.array([int(fill[i : i + 2], 16) for i in (1, 3, 5)], np.float32) / 255.0
+    return None
+
+
+def check_fill(fill: Fill) -> Fill:
+    """Return ``fill`` if it is valid, else raise LimecraftError listing the choices."""
+    if callable(fill):
+        return fill
+    if isinstance(fill, str) and (fill in FILLS or _parse_colour(fill) is not None):
+        return fill
+    raise LimecraftError(
+        f"fill must be one of {', '.join(FILLS)} or a colour like #808080; got {fill!r}"
+    )
+
+
+def _region_means(img: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    k = int(labels.max()) + 1
+    flat = labels.ravel()
+    counts = np.maximum(np.bincount(flat, minlength=k), 1)
+    return np.stack(
+        [np.bincount(flat, weights=img[..., c].ravel(), minlength=k) / counts for c in range(3)],
+        axis=1,
+    ).astype(np.float32)
+
+
+def _pull_push(premultiplied: torch.Tensor, known: torch.Tensor) -> torch.Tensor:
+    """Fill unknown pixels from their surroundings by pull-push interpolation.
+
+    A classical multi-resolution scheme (Gortler et al., "The Lumigraph", 1996): average the
+    known pixels down a pyramid (pull), then fill each level's holes from the coarser level,
+    upsampled bilinearly (push). Known pixels are returned unchanged. Cost is O(H * W).
+
+    Parameters
+    ----------
+    premultiplied : (B, 3, H, W) float tensor, the values times ``known``
+    known : (B, 1, H, W) float tensor in [0, 1], the known fraction of each pixel
+    """
+    v, w = premultiplied, known
+    stack = []
+    while True:
+        stack.append((v, w))
+        if min(v.shape[-2:]) <= 2:
+            break
+        v = F.avg_pool2d(v, 2, ceil_mode=True)
+        w = F.avg_pool2d(w, 2, ceil_mode=True)
+    v, w = stack.pop()
+    colour = v / w.clamp_min(1e-8)
+    while stack:
+        v, w = stack.pop()
+        up = F.interpolate(colour, size=v.shape[-2:], mode="bilinear", align_corners=False)
+        colour = v + (1.0 - w) * up  # premultiplied: w is the known fraction of each cell
+    return colour
+
+
+_INPAINT_SIZE = 128
+
+
+def _inpaint_regions(img: np.ndarray, labels: np.ndarray, chunk: int = 16) -> np.ndarray:
+    """Per-region inpainting: region k is filled from everything around it.
+
+    The pull-push runs on a copy at most 128 px on its longer side (a hole's fill is smooth, so
+    little is lost) and is upsampled back; known pixels keep their exact values.
+    """
+    k = int(labels.max()) + 1
+    h, w = labels.shape
+    x = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))[None]
+    lab = torch.from_numpy(labels.astype(np.int64))
+    s = min(1.0, _INPAINT_SIZE / max(h, w))
+    small = (max(1, round(h * s)), max(1, round(w * s)))
+    out = x[0].clone()
+    for start in range(0, k, chunk):
+        ids = torch.arange(start, min(start + chunk, k))
+        hidden = lab[None] == ids[:, None, None]  # (b, H, W)
+        known = (~hidden)[:, None].float()
+        v = x * known
+        if s < 1:  # area averages keep the premultiplied form exact at partly known cells
+            v = F.interpolate(v, size=small, mode="area")
+            known = F.interpolate(known, size=small, mode="area")
+        filled = _pull_push(v, known)
+        if s < 1:
+            filled = F.interpolate(filled, size=(h, w), mode="bilinear", align_corners=False)
+        for b in range(len(ids)):
+            out = torch.where(hidden[b], filled[b], out)
+    return out.numpy().transpose(1, 2, 0)
+
+
+def make_fill(
+    image: np.ndarray, labels: np.ndarray, fill: Fill = "mean", *, blur_sigma: float | None = None
+) -> np.ndarray:
+    """What each hidden region shows.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, or float in [0, 1]
+    labels : (H, W) int ndarray, 0..K-1
+    fill : str or callable
+        ``mean``: each region's mean colour (the lime package's default). ``gray``, ``black``
+        or ``#RRGGBB``: a constant colour. ``blur``: a Gaussian blur of the image
+        (sigma ``blur_sigma``, default 1/20 of the shorter side). ``inpaint``: each region is
+        filled from its surroundings by pull-push interpolation, computed per region so that
+        it composes with any other hidden regions. A callable ``(image, labels) -> fill``.
+
+    Returns
+    -------
+    (H, W, 3) float32 ndarray in [0, 1].
+    """
+    img = as_float_image(image)
+    fill = check_fill(fill)
+    if callable(fill):
+        out = np.asarray(fill(img.copy(), labels.copy()), dtype=np.float32)
+        if out.shape != img.shape:
+            raise LimecraftError(f"a fill function must return shape {img.shape}, got {out.shape}")
+        return np.clip(out, 0.0, 1.0)
+    colour = _parse_colour(fill)
+    if colour is not None:
+        return np.broadcast_to(colour, img.shape).copy()
+    if fill == "mean":
+        return _region_means(img, labels)[labels]
+    if fill == "blur":
+        sigma = blur_sigma if blur_sigma is not None else max(1.0, min(img.shape[:2]) / 20)
+        sigma = check_float("blur_sigma", sigma, 0.0, lo_open=True)
+        return ndi.gaussian_filter(img, sigma=(sigma, sigma, 0), mode="nearest")
+    return np.clip(_inpaint_regions(img, labels), 0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- composition
+
+
+def compose_batch(
+    image: torch.Tensor,
+    fill: torch.Tensor,
+    labels: torch.Tensor,
+    masks: torch.Tensor,
+    out: torch.Tensor | None = None,
+    diff: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Build a batch of perturbed images on the tensors' device.
+
+    This is ``where(masks[:, labels], image, fill)``, computed as
+    ``fill + keep * (image - fill)`` with ``keep`` in {0, 1}: one gather and one fused
+    multiply-add, about 3x faster than a boolean ``where`` on a CPU. Hidden pixels are exactly
+    the fill; kept pixels equal the image up to float rounding (1 ulp).
+
+    Parameters
+    ----------
+    image, fill : (3, H, W) float tensors
+    labels : (H, W) int64 tensor, 0..K-1
+    masks : (B, K) bool tensor; True keeps the region
+    out : (B, 3, H, W) float tensor, optional; a buffer to write into
+    diff : (3, H, W) float tensor, optional; ``image - fill``, precomputed once per image
+
+    Returns
+    -------
+    (B, 3, H, W) float tensor.
+    """
+    b = masks.shape[0]
+    keep = masks.to(image.dtype).index_select(1, labels.reshape(-1)).view(b, 1, *labels.shape)
+    return torch.addcmul(fill, keep, image - fill if diff is None else diff, out=out)
+
+
+def perturbed_images(
+    image: np.ndarray, labels: np.ndarray, masks: np.ndarray, fill: Fill = "mean"
+) -> np.ndarray:
+    """The perturbed images for a few masks, as arrays (for display and tests).
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 or float ndarray
+    labels : (H, W) int ndarray, 0..K-1
+    masks : (B, K) bool ndarray
+
+    Returns
+    -------
+    (B, H, W, 3) float32 ndarray in [0, 1].
+    """
+    img = as_float_image(image)
+    f = make_fill(img, labels, fill)
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
+    out = compose_batch(
+        t(img), t(f), torch.from_numpy(labels.astype(np.int64)), torch.from_numpy(masks)
+    )
+    return out.numpy().transpose(0, 2, 3, 1)
+
+
+def run_masks(
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    image: torch.Tensor,
+    fill: torch.Tensor,
+    labels: torch.Tensor,
+    masks: np.ndarray,
+    batch_size: int,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> torch.Tensor:
+    """Stream masks through the model in chunks and keep only its outputs.
+
+    Only the (B, K) masks travel host-to-device; images are composed on the device. Peak
+    memory is one batch of images plus the (N, C) outputs.
+
+    Parameters
+    ----------
+    forward : callable, (B, 3, H, W) float tensor on the device -> (B, C) float tensor
+    image, fill : (3, H, W) float tensors on the device
+    labels : (H, W) int64 tensor on the device
+    masks : (N, K) bool ndarray
+    batch_size : int
+    progress : callable(done, total), optional, called after each batch
+    cancel : callable() -> bool, optional; checked before each batch
+
+    Returns
+    -------
+    (N, C) float32 tensor on the device.
+    """
+    n = len(masks)
+    outs = []
+    done = 0
+    buffer = None
+    diff = image - fill
+    while done < n:
+        if cancel is not None and cancel():
+            raise Cancelled("cancelled")
+        stop = min(done + batch_size, n)
+        m = torch.from_numpy(masks[done:stop]).to(image.device, non_blocking=True)
+        try:
+            if buffer is None or buffer.shape[0] < stop - done:
+                buffer = torch.empty((stop - done, *image.shape), dtype=image.dtype, device=image.device)
+            batch = compose_batch(image, fill, labels, m, out=buffer[: stop - done], diff=diff)
+            outs.append(forward(batch).float())
+        except torch.OutOfMemoryError:
+            buffer = None
+            if batch_size == 1:
+                raise LimecraftError(
+                    "the model ran out of device memory on a single image; "
+                    "use a smaller input size or device='cpu'"
+                ) from None
+            batch_size = max(1, batch_size // 2)  # halve and retry the same chunk
+            if image.device.type == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        done = stop
+        if progress is not None:
+            progress(done, n)
+    return torch.cat(outs) if outs else torch.empty(0)
+
+
+def default_batch_size(device: torch.device, pixels: int) -> int:
+    """A starting batch size for images of ``pixels`` pixels.
+
+    On a CPU, 16 images of 224x224 (10 MB): a batch that stays in cache while the model reads
+    it composes 1.5x faster than 64, and convolutions gain nothing from more. On a GPU, 256.
+    """
+    base = 256 if device.type == "cuda" else 16
+    return int(max(1, min(4 * base, base * 224 * 224 // max(pixels, 1))))
+

@@ -1,0 +1,550 @@
+"""Regions an explanation is made of: automatic superpixels, handcrafted masks, merges and splits.
+
+Every label map produced here holds ints 0..K-1 with no gaps, and every pixel is assigned.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from scipy import ndimage as ndi
+from skimage import color, filters, measure, segmentation, transform
+
+from ._validate import LimecraftError, as_float_image, check_choice, check_int, check_label_map
+
+__all__ = [
+    "METHODS",
+    "Regions",
+    "compose_regions",
+    "masks_from_label_image",
+    "merge_regions",
+    "regions_from_labels",
+    "relabel",
+    "segment",
+    "split_region",
+]
+
+METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
+#: Segmentation runs on a copy whose longer side is at most this many pixels; labels are
+#: scaled back to the image's own size. Keeps 12-megapixel photos fast.
+DEFAULT_WORKING_SIZE = 512
+
+# Default parameters per method. quickshift's are the lime package's.
+DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
+    "quickshift": {"kernel_size": 4.0, "max_dist": 200.0, "ratio": 0.2},
+    "slic": {"n_segments": 50, "compactness": 10.0, "sigma": 1.0},
+    "felzenszwalb": {"scale": 100.0, "sigma": 0.5, "min_size": 50},
+    "watershed": {"n_segments": 50, "compactness": 0.001},
+    "grid": {"n_segments": 49},
+}
+
+
+def relabel(labels: np.ndarray) -> np.ndarray:
+    """Map any integer label map onto 0..K-1, keeping the order of the original values.
+
+    Parameters
+    ----------
+    labels : (H, W) integer ndarray
+
+    Returns
+    -------
+    (H, W) int32 ndarray with values 0..K-1, no gaps. A new array.
+    """
+    _, inverse = np.unique(labels, return_inverse=True)
+    return inverse.reshape(labels.shape).astype(np.int32)
+
+
+def _grid(shape: tuple[int, int], n_segments: int) -> np.ndarray:
+    h, w = shape
+    rows = max(1, round(math.sqrt(n_segments * h / w)))
+    cols = max(1, round(n_segments / rows))
+    rows, cols = min(rows, h), min(cols, w)
+    r = np.minimum(np.arange(h) * rows // h, rows - 1)
+    c = np.minimum(np.arange(w) * cols // w, cols - 1)
+    return (r[:, None] * cols + c[None, :]).astype(np.int32)
+
+
+def _params_for(method: str, area: int, n_segments: int | None, params: Mapping[str, Any]):
+    """Merge defaults, the target region count (scaled to the image area) and explicit params."""
+    p = dict(DEFAULT_PARAMS[method])
+    if n_segments is not None:
+        if method in ("slic", "watershed", "grid"):
+            p["n_segments"] = n_segments
+        elif method == "quickshift":
+            # Measured: regions ~= 0.011 * area / kernel_size**2 (224x224 and 512x512 photos).
+            p["kernel_size"] = float(np.clip(math.sqrt(0.011 * area / n_segments), 1.0, 20.0))
+        elif method == "felzenszwalb":
+            p["scale"] = 0.3 * area / n_segments  # min_size is then searched (_felzenszwalb)
+            p["min_size"] = None
+    unknown = set(params) - set(p) - {"n_segments"}
+    if unknown:
+        raise LimecraftError(
+            f"unknown parameter(s) {sorted(unknown)} for {method}; valid: {sorted(p)}"
+        )
+    p.update(params)
+    return p
+
+
+def _felzenszwalb_min_size(img: np.ndarray, n_segments: int, sigma: float) -> int:
+    """Find felzenszwalb's ``min_size`` that gives about ``n_segments`` regions.
+
+    The count is not a simple function of the parameters, so bisect (in log space) on a copy at
+    most 128 px wide, where each try costs a few milliseconds, and scale the answer back up.
+    """
+    h, w = img.shape[:2]
+    small = _at_working_size(img, 128)
+    ratio = (h * w) / (small.shape[0] * small.shape[1])
+    area = small.shape[0] * small.shape[1]
+    lo, hi = math.log(max(1.0, area / (n_segments * 50))), math.log(max(2.0, area / n_segments))
+    best, best_err = math.exp(hi), math.inf
+    for _ in range(8):
+        mid = (lo + hi) / 2
+        ms = max(1, round(math.exp(mid)))
+        count = int(
+            segmentation.felzenszwalb(
+                small, scale=0.3 * area / n_segments, sigma=sigma, min_size=ms, channel_axis=-1
+            ).max()
+        ) + 1
+        err = abs(math.log(count / n_segments))
+        if err < best_err:
+            best, best_err = ms, err
+        if count > n_segments:
+            lo = mid
+        else:
+            hi = mid
+    return max(1, round(best * ratio))
+
+
+def _segment_float(
+    img: np.ndarray, method: str, n_segments: int | None, params: Mapping[str, Any], seed: int
+) -> np.ndarray:
+    """Segment a float (h, w, 3) image at its own size; returns contiguous labels."""
+    h, w = img.shape[:2]
+    p = _params_for(method, h * w, n_segments, params)
+    if method == "quickshift":
+        labels = segmentation.quickshift(
+            img.astype(np.float64),
+            kernel_size=p["kernel_size"],
+            max_dist=p["max_dist"],
+            ratio=p["ratio"],
+            rng=seed,
+        )
+    elif method == "slic":
+        labels = segmentation.slic(
+            img,
+            n_segments=int(p["n_segments"]),
+            compactness=p["compactness"],
+            sigma=p["sigma"],
+            start_label=0,
+            channel_axis=-1,
+        )
+    elif method == "felzenszwalb":
+        min_size = p["min_size"]
+        if min_size is None:
+            min_size = _felzenszwalb_min_size(img, n_segments or 50, p["sigma"])
+        labels = segmentation.felzenszwalb(
+            img, scale=p["scale"], sigma=p["sigma"], min_size=int(min_size), channel_axis=-1
+        )
+    elif method == "watershed":
+        gradient = filters.sobel(color.rgb2gray(img))
+        labels = segmentation.watershed(
+            gradient, markers=int(p["n_segments"]), compactness=p["compactness"]
+        )
+    else:
+        labels = _grid((h, w), int(p["n_segments"]))
+    return relabel(labels)
+
+
+def _upscale_nearest(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    h, w = labels.shape
+    rows = np.minimum((np.arange(shape[0]) + 0.5) * h / shape[0], h - 1).astype(np.intp)
+    cols = np.minimum((np.arange(shape[1]) + 0.5) * w / shape[1], w - 1).astype(np.intp)
+    return labels[rows[:, None], cols[None, :]]
+
+
+def _at_working_size(img: np.ndarray, working_size: int | None) -> np.ndarray:
+    h, w = img.shape[:2]
+    if working_size is None or max(h, w) <= working_size:
+        return img
+    s = working_size / max(h, w)
+    size = (max(2, round(h * s)), max(2, round(w * s)))
+    return transform.resize(img, size, anti_aliasing=True, preserve_range=True).astype(np.float32)
+
+
+def segment(
+    image: np.ndarray,
+    method: str = "quickshift",
+    n_segments: int | None = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    working_size: int | None = DEFAULT_WORKING_SIZE,
+    seed: int = 0,
+) -> np.ndarray:
+    """Automatic superpixels.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, or float in [0, 1]
+    method : {"quickshift", "slic", "felzenszwalb", "watershed", "grid"}
+        ``watershed`` is compact watershed on the Sobel gradient.
+    n_segments : int, optional
+        Target number of regions. For slic, watershed and grid it is passed on; for quickshift
+        and felzenszwalb the scale parameters are derived from it and the image area. ``None``
+        keeps each method's defaults (quickshift: lime's ``kernel_size=4, max_dist=200,
+        ratio=0.2``).
+    params : mapping, optional
+        Explicit parameters of the method, overriding the defaults and ``n_segments``.
+    working_size : int or None
+        Segment a copy whose longer side is at most this many pixels, then scale the labels
+        back up (nearest neighbour). ``None`` segments at full resolution.
+    seed : int
+        Seeds quickshift's tie-breaking.
+
+    Returns
+    -------
+    (H, W) int32 ndarray with labels 0..K-1, no gaps, at the image's own resolution.
+    """
+    img = as_float_image(image)
+    check_choice("segmentation method", method, METHODS)
+    if n_segments is not None:
+        n_segments = check_int("n_segments", n_segments, 1, 5000)
+    if working_size is not None:
+        working_size = check_int("working_size", working_size, 16, 100_000)
+    small = _at_working_size(img, working_size)
+    labels = _segment_float(small, method, n_segments, params or {}, seed)
+    if small.shape[:2] != img.shape[:2]:
+        labels = relabel(_upscale_nearest(labels, img.shape[:2]))
+    return labels
+
+
+# --------------------------------------------------------------------------- regions
+
+
+@dataclass(frozen=True, eq=False)
+class Regions:
+    """A label map with stable identities, names, and reversible merges.
+
+    The finest pieces are *atoms*. Region k is the union of the atoms in ``groups[k]``; regions
+    are ordered by their smallest atom, so merging then splitting gives back the same ids.
+
+    Attributes
+    ----------
+    atoms : (H, W) int32 ndarray, ids 0..A-1 with no gaps
+    atom_keys : tuple of str, one per atom, stable across merges and relabelling
+        ``"hand:i"`` (handcrafted region i as one feature), ``"hand:i.j"`` (piece j inside it),
+        ``"auto:j"`` (automatic superpixel j), ``"background"`` (the rest, as one feature).
+    atom_names : tuple of str, one per atom ("" for automatic superpixels)
+    groups : tuple of tuple of int, atoms of each region
+    group_names : tuple of str, one per region
+    """
+
+    atoms: np.ndarray
+    atom_keys: tuple[str, ...]
+    atom_names: tuple[str, ...]
+    groups: tuple[tuple[int, ...], ...] = field(default=())
+    group_names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = len(self.atom_keys)
+        if not self.groups:
+            object.__setattr__(self, "groups", tuple((a,) for a in range(n)))
+            object.__setattr__(self, "group_names", tuple(self.atom_names))
+        groups = sorted((tuple(sorted(g)) for g in self.groups), key=lambda g: g[0])
+        if sorted(a for g in groups for a in g) != list(range(n)):
+            raise LimecraftError("every atom must belong to exactly one region")
+        if len(self.group_names) != len(self.groups):
+            raise LimecraftError("one name per region is needed")
+        # Keep names aligned with the sorted groups.
+        order = sorted(range(len(self.groups)), key=lambda k: min(self.groups[k]))
+        object.__setattr__(self, "group_names", tuple(self.group_names[k] for k in order))
+        object.__setattr__(self, "groups", tuple(groups))
+
+    @property
+    def n_regions(self) -> int:
+        """Number of regions K."""
+        return len(self.groups)
+
+    @cached_property
+    def labels(self) -> np.ndarray:
+        """(H, W) int32 label map of the regions, 0..K-1 with no gaps."""
+        lut = np.empty(len(self.atom_keys), dtype=np.int32)
+        for k, g in enumerate(self.groups):
+            lut[list(g)] = k
+        return lut[self.atoms]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Stable identity of each region: its atom's key, or ``merge(a+b+...)``."""
+        return tuple(
+            self.atom_keys[g[0]] if len(g) == 1 else "merge(" + "+".join(self.atom_keys[a] for a in g) + ")"
+            for g in self.groups
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Display name of each region ("" where it has none)."""
+        return self.group_names
+
+    def index_of(self, key: str) -> int:
+        """Current id of the region with stable identity ``key``."""
+        try:
+            return self.keys.index(key)
+        except ValueError:
+            raise LimecraftError(f"no region with key {key!r}") from None
+
+    def pixel_counts(self) -> np.ndarray:
+        """(K,) int64 ndarray, pixels per region."""
+        return np.bincount(self.labels.ravel(), minlength=self.n_regions)
+
+
+def regions_from_labels(labels: np.ndarray, names: Sequence[str] | None = None) -> Regions:
+    """Wrap a plain label map as :class:`Regions` (keys ``auto:j``), relabelled to 0..K-1."""
+    if not isinstance(labels, np.ndarray) or labels.ndim != 2:
+        raise LimecraftError("a label map must be a 2-D integer array")
+    atoms = relabel(labels)
+    k = int(atoms.max()) + 1
+    if names is not None and len(names) != k:
+        raise LimecraftError(f"{len(names)} names given for {k} regions")
+    return Regions(atoms, tuple(f"auto:{j}" for j in range(k)), tuple(names or [""] * k))
+
+
+def masks_from_label_image(label_image: np.ndarray) -> list[np.ndarray]:
+    """Split a mask image into one boolean mask per region.
+
+    Parameters
+    ----------
+    label_image : (H, W) ndarray
+        Each distinct non-zero value is one region, in increasing order of value. A boolean
+        or 0/255 image is one region.
+
+    Returns
+    -------
+    list of (H, W) bool ndarray, possibly empty.
+    """
+    if label_image.ndim != 2:
+        raise LimecraftError(f"a mask image must be 2-D (one channel), got shape {label_image.shape}")
+    values = np.unique(label_image)
+    return [label_image == v for v in values if v != 0]
+
+
+def _as_masks(regions_mask: Any, shape: tuple[int, int]) -> list[np.ndarray]:
+    if isinstance(regions_mask, np.ndarray):
+        check_label_map(regions_mask, shape, "regions mask")
+        if regions_mask.dtype == np.bool_:
+            return [regions_mask.copy()]
+        return masks_from_label_image(regions_mask)
+    masks = []
+    for i, m in enumerate(regions_mask):
+        m = np.asarray(m)
+        check_label_map(m, shape, f"regions mask {i + 1}")
+        masks.append(m.astype(bool))
+    return masks
+
+
+def _components(labels: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """Connected components of ``labels`` restricted to ``where``; 0 outside, 1.. inside."""
+    comp = measure.label(np.where(where, labels + 1, 0), background=0, connectivity=1)
+    return comp.astype(np.int64)
+
+
+def _merge_small(pieces: np.ndarray, movable: np.ndarray, min_size: int) -> np.ndarray:
+    """Merge movable pieces under ``min_size`` pixels into the movable neighbour they touch most.
+
+    ``pieces`` is a label map (0 = not part of this group); ``movable`` marks pixels of the
+    group. Pieces with no neighbour in the group are kept.
+    """
+    pieces = pieces.copy()
+    sizes = np.bincount(pieces.ravel())
+    boxes = ndi.find_objects(pieces)  # boxes[label - 1], kept up to date as pieces merge
+    struct = ndi.generate_binary_structure(2, 1)
+    for label in np.argsort(sizes, kind="stable"):
+        if label == 0 or sizes[label] == 0 or sizes[label] >= min_size:
+            continue
+        box = boxes[label - 1]
+        sl = tuple(slice(max(s.start - 1, 0), s.stop + 1) for s in box)
+        local = pieces[sl]
+        mine = local == label
+        ring = ndi.binary_dilation(mine, struct) & ~mine & movable[sl] & (local > 0)
+        if not ring.any():
+            continue
+        neighbours, counts = np.unique(local[ring], return_counts=True)
+        target = neighbours[np.argmax(counts)]
+        local[mine] = target
+        tb = boxes[target - 1]
+        boxes[target - 1] = tuple(
+            slice(min(a.start, b.start), max(a.stop, b.stop)) for a, b in zip(tb, box)
+        )
+        sizes[target] += sizes[label]
+        sizes[label] = 0
+    return pieces
+
+
+def compose_regions(
+    image: np.ndarray,
+    regions_mask: Any,
+    *,
+    names: Sequence[str] | None = None,
+    inner_segments: int | Sequence[int | None] | None = None,
+    inner_method: str = "slic",
+    outer_segments: int | None = None,
+    outer_method: str = "quickshift",
+    outer_params: Mapping[str, Any] | None = None,
+    min_fragment: int | None = None,
+    working_size: int | None = DEFAULT_WORKING_SIZE,
+    seed: int = 0,
+) -> Regions:
+    """Compose the final regions from handcrafted masks and automatic superpixels.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, or float in [0, 1]
+    regions_mask : (H, W) bool or integer ndarray, or sequence of (H, W) bool ndarrays
+        Handcrafted regions. In an integer image each distinct non-zero value is one region.
+        Where masks overlap, the later one wins.
+    names : sequence of str, optional
+        One display name per handcrafted region (default ``"region 1"``, ...).
+    inner_segments : int or sequence of (int or None), optional
+        Per region (or one value for all): ``None`` or 1 keeps the region as one feature;
+        N > 1 segments inside it with ``inner_method`` into about N pieces.
+    outer_segments : int, optional
+        The rest of the image: 1 keeps it as one background feature; ``None`` segments it with
+        ``outer_method`` and its defaults; N > 1 targets N regions over the whole image.
+    min_fragment : int, optional
+        Automatic pieces smaller than this (pixels) are merged into the neighbour they share the
+        longest border with. Default: 0.1% of the image, at least 4 pixels. Handcrafted regions
+        kept as one feature are never changed.
+
+    Returns
+    -------
+    Regions
+        Handcrafted regions first (in mask order), then the outer regions. A region kept as one
+        feature is exactly its mask minus later masks.
+    """
+    img = as_float_image(image)
+    shape = img.shape[:2]
+    masks = _as_masks(regions_mask, shape)
+    n_masks = len(masks)
+    if names is None:
+        names = [f"region {i + 1}" for i in range(n_masks)]
+    if len(names) != n_masks:
+        raise LimecraftError(f"{len(names)} names given for {n_masks} handcrafted regions")
+    if inner_segments is None or isinstance(inner_segments, (int, np.integer)):
+        inner = [inner_segments] * n_masks
+    else:
+        inner = list(inner_segments)
+        if len(inner) != n_masks:
+            raise LimecraftError(
+                f"{len(inner)} inner_segments values for {n_masks} handcrafted regions"
+            )
+    inner = [None if v is None else check_int("inner_segments", v, 1, 1000) for v in inner]
+    if outer_segments is not None:
+        outer_segments = check_int("outer_segments", outer_segments, 1, 5000)
+    check_choice("inner method", inner_method, METHODS)
+    check_choice("outer method", outer_method, METHODS)
+    if min_fragment is None:
+        min_fragment = max(4, shape[0] * shape[1] // 1000)
+
+    owner = np.zeros(shape, dtype=np.int32)  # 0 = rest of the image, i + 1 = handcrafted region i
+    for i, m in enumerate(masks):
+        owner[m] = i + 1
+
+    atoms = np.full(shape, -1, dtype=np.int64)
+    keys: list[str] = []
+    atom_names: list[str] = []
+
+    def add(pieces: np.ndarray, where: np.ndarray, key: str, name: str, split: bool) -> None:
+        ids = np.unique(pieces[where])
+        for j, v in enumerate(ids):
+            atoms[where & (pieces == v)] = len(keys)
+            keys.append(f"{key}.{j}" if split else key)
+            atom_names.append(f"{name} · {j + 1}" if split else name)
+
+    for i in range(n_masks):
+        where = owner == i + 1
+        if not where.any():
+            continue  # fully covered by later masks
+        n = inner[i]
+        if n is None or n <= 1:
+            add(np.zeros(shape, np.int64), where, f"hand:{i}", names[i], split=False)
+            continue
+        rows, cols = np.nonzero(where)
+        r0, r1, c0, c1 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
+        crop = img[r0:r1, c0:c1]
+        if min(crop.shape[:2]) < 2:
+            add(np.zeros(shape, np.int64), where, f"hand:{i}", names[i], split=False)
+            continue
+        local = _segment_float(_at_working_size(crop, working_size), inner_method, n, {}, seed)
+        if local.shape != crop.shape[:2]:
+            local = _upscale_nearest(local, crop.shape[:2])
+        pieces = np.zeros(shape, np.int64)
+        pieces[r0:r1, c0:c1] = local + 1
+        comps = _merge_small(_components(pieces, where), where, min_fragment)
+        add(comps, where, f"hand:{i}", names[i], split=True)
+
+    rest = owner == 0
+    if rest.any():
+        if outer_segments == 1:
+            add(np.zeros(shape, np.int64), rest, "background", "background", split=False)
+        else:
+            whole = _segment_float(
+                _at_working_size(img, working_size), outer_method, outer_segments,
+                outer_params or {}, seed,
+            )
+            if whole.shape != shape:
+                whole = _upscale_nearest(whole, shape)
+            comps = _merge_small(_components(whole, rest), rest, min_fragment)
+            for j, v in enumerate(np.unique(comps[rest])):
+                atoms[rest & (comps == v)] = len(keys)
+                keys.append(f"auto:{j}")
+                atom_names.append("")
+    assert (atoms >= 0).all()
+    return Regions(atoms.astype(np.int32), tuple(keys), tuple(atom_names))
+
+
+def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None) -> Regions:
+    """Merge regions ``ids`` into one region; its id is the smallest of theirs after reordering.
+
+    Parameters
+    ----------
+    regions : Regions
+    ids : iterable of int, current region ids (0..K-1), at least two
+    name : str, optional
+        Name of the merged region (default: the names of the parts joined with ``+``).
+
+    Returns
+    -------
+    Regions, a new object; ``regions`` is unchanged.
+    """
+    ids = sorted({check_int("region id", i, 0, regions.n_regions - 1) for i in ids})
+    if len(ids) < 2:
+        raise LimecraftError("select at least two regions to merge")
+    merged = tuple(a for i in ids for a in regions.groups[i])
+    if name is None:
+        name = "+".join(n for n in (regions.names[i] for i in ids) if n) or ""
+    groups = [g for i, g in enumerate(regions.groups) if i not in ids] + [merged]
+    names = [n for i, n in enumerate(regions.names) if i not in ids] + [name]
+    return Regions(regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names))
+
+
+def split_region(regions: Regions, region_id: int) -> Regions:
+    """Split a merged region back into the regions it was made of.
+
+    Raises
+    ------
+    LimecraftError
+        If the region is a single piece (nothing to split).
+    """
+    region_id = check_int("region id", region_id, 0, regions.n_regions - 1)
+    group = regions.groups[region_id]
+    if len(group) == 1:
+        raise LimecraftError(f"region {region_id} was not made by a merge; there is nothing to split")
+    groups = [g for i, g in enumerate(regions.groups) if i != region_id] + [(a,) for a in group]
+    names = [n for i, n in enumerate(regions.names) if i != region_id] + [
+        regions.atom_names[a] for a in group
+    ]
+    return Regions(regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names))
