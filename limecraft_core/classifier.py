@@ -102,7 +102,9 @@ class Classifier:
         self.precision = precision
         self.channels_last = self.device.type == "cuda" if channels_last is None else channels_last
         if isinstance(model, torch.nn.Module):
-            model = model.eval().to(self.device)
+            with contextlib.suppress(NotImplementedError):  # torch.export modules refuse eval()
+                model.eval()
+            model = model.to(self.device)
             if self.channels_last:
                 model = model.to(memory_format=torch.channels_last)
         self.model = model

@@ -330,6 +330,7 @@ def resolve_classifier(
     labels: Sequence[str] | str | Path | None = None,
     device: str = "auto",
     precision: str = "auto",
+    arch: str | None = None,
 ) -> Classifier:
     """Turn what the caller gave as ``model`` into a :class:`Classifier`.
 
@@ -347,7 +348,7 @@ def resolve_classifier(
 
         return load_classifier(
             str(model), input_size=input_size, normalize=normalize, labels=labels,
-            device=device, precision=precision,
+            device=device, precision=precision, arch=arch,
         )
     return Classifier(
         model, input_size=input_size, normalize=normalize or "none", labels=labels,
@@ -445,6 +446,7 @@ def explain(
     input_size: int | None = None,
     normalize: str | None = None,
     precision: str = "auto",
+    arch: str | None = None,
     blur_sigma: float | None = None,
     working_size: int | None = DEFAULT_WORKING_SIZE,
     compute_deltas: bool = True,
@@ -479,6 +481,8 @@ def explain(
     labels : class names, or a text file with one per line
     input_size, normalize : the model's input size and normalisation (registry models know
         theirs). Perturbed images are composed at the input size, on the device.
+    precision : {"auto", "fp32", "bf16", "fp16"}; autocast precision (auto: bf16 on a GPU)
+    arch : str, optional; the torchvision architecture of a state_dict file given as ``model``
     working_size : int or None; segmentation runs at most at this longer side
     compute_deltas : bool; also run the 2K single-region passes (hide one, keep one)
     progress : callable(done, total), optional, called after each model batch
@@ -511,7 +515,7 @@ def explain(
     dev = resolve_device(device)
     clf = resolve_classifier(
         model, input_size=input_size, normalize=normalize, labels=labels,
-        device=dev.type, precision=precision,
+        device=dev.type, precision=precision, arch=arch,
     )
     dev = clf.device
 

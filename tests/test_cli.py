@@ -1,0 +1,145 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from toys import ChannelMeans
+
+from limecraft_core.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def files(tmp_path, photo):
+    img = tmp_path / "cat.png"
+    Image.fromarray(photo).save(img)
+    model = tmp_path / "toy.pt2"
+    batch = torch.export.Dim("batch", min=1)
+    program = torch.export.export(
+        ChannelMeans(classes=4), (torch.rand(2, 3, 48, 48),), dynamic_shapes={"x": {0: batch}}
+    )
+    torch.export.save(program, str(model))
+    labels = tmp_path / "labels.txt"
+    labels.write_text("red\ngreen\nblue\ngold\n")
+    mask = np.zeros(photo.shape[:2], np.uint8)
+    mask[20:60, 30:90] = 1
+    mask_png = tmp_path / "mask.png"
+    Image.fromarray(mask).save(mask_png)
+    return {"img": img, "model": model, "labels": labels, "mask": mask_png, "dir": tmp_path}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "limecraft_core", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )
+
+
+def test_explain_writes_the_three_files(files, photo):
+    out = files["dir"] / "out"
+    code = main([
+        "explain", str(files["img"]), "--out", str(out), "--model", str(files["model"]),
+        "--labels", str(files["labels"]), "--input-size", "48", "--samples", "60",
+        "--segmentation", "slic", "--n-segments", "12", "--fill", "#808080", "--quiet",
+    ])
+    assert code == 0
+    doc = json.loads((out / "explanation.json").read_text())
+    seg = np.load(out / "segments.npy")
+    overlay = np.asarray(Image.open(out / "overlay.png"))
+    assert seg.shape == photo.shape[:2] and overlay.shape == photo.shape
+    assert doc["image"] == {"width": 128, "height": 96}
+    assert doc["target"]["label"] in {"red", "green", "blue", "gold"}
+    assert len(doc["regions"]) == seg.max() + 1
+    assert sum(r["pixels"] for r in doc["regions"]) == 96 * 128
+    s = doc["settings"]
+    assert s["samples"] == 60 and s["fill"] == "#808080" and s["input_size"] == [48, 48]
+    assert s["segmentation"] == "slic" and s["n_segments"] == 12 and s["seed"] == 0
+    assert {"segmentation_s", "sampling_s", "total_s"} <= set(doc["timings"])
+
+
+def test_explain_with_a_regions_mask(files):
+    out = files["dir"] / "out2"
+    code = main([
+        "explain", str(files["img"]), "--out", str(out), "--model", str(files["model"]),
+        "--regions-mask", str(files["mask"]), "--outer-segments", "1", "--samples", "40",
+        "--quiet",
+    ])
+    assert code == 0
+    doc = json.loads((out / "explanation.json").read_text())
+    assert [r["key"] for r in doc["regions"]] == ["hand:0", "background"]
+    assert doc["regions"][0]["pixels"] == 40 * 60
+
+
+def test_subprocess_prints_a_summary(files):
+    r = run_cli("explain", str(files["img"]), "--out", str(files["dir"] / "o"), "--model",
+                str(files["model"]), "--samples", "30", "--segmentation", "grid")
+    assert r.returncode == 0, r.stderr
+    assert "wrote" in r.stdout and "region" in r.stdout
+
+
+BAD = [
+    (["explain", "{missing}", "--out", "{out}"], "does not exist"),
+    (["explain", "{text}", "--out", "{out}"], "not an image"),
+    (["explain", "{empty}", "--out", "{out}"], "empty"),
+    (["explain", "{img}", "--out", "{out}", "--regions-mask", "{small_mask}"], "width and height"),
+    (["explain", "{img}", "--out", "{out}", "--segments-file", "{small_npy}"], "width and height"),
+    (["explain", "{img}", "--out", "{out}", "--samples", "0"], "--samples must be at least 1"),
+    (["explain", "{img}", "--out", "{out}", "--samples", "5"], "samples must be in"),
+    (["explain", "{img}", "--out", "{out}", "--fill", "purple"], "fill must be one of"),
+    (["explain", "{img}", "--out", "{out}", "--segmentation", "kmeans"], "invalid choice"),
+    (["explain", "{img}", "--out", "{out}", "--kernel-width", "-1"], "kernel-width"),
+    (["explain", "{img}", "--out", "{out}", "--model", "nonesuch"], "unknown model"),
+    (["explain", "{img}", "--out", "{out}", "--model", "{text}"], "neither a torch.export"),
+    (["explain", "{img}", "--out", "{img}"], "not a folder"),
+    (["explain", "{img}", "--out", "{out}", "--device", "cuda"], "no CUDA GPU"),
+]
+
+
+@pytest.mark.parametrize(("args", "match"), BAD)
+def test_bad_input_exits_2_with_one_line(files, capsys, args, match):
+    d = files["dir"]
+    (d / "notes.txt").write_text("hello")
+    (d / "empty.png").write_bytes(b"")
+    Image.fromarray(np.ones((5, 5), np.uint8)).save(d / "small.png")
+    np.save(d / "small.npy", np.zeros((5, 5), np.int64))
+    fmt = {
+        "missing": str(d / "missing.png"), "out": str(d / "out"), "text": str(d / "notes.txt"),
+        "empty": str(d / "empty.png"), "img": str(files["img"]), "small_mask": str(d / "small.png"),
+        "small_npy": str(d / "small.npy"),
+    }
+    argv = [a.format(**fmt) for a in args]
+    if "--model" not in argv:
+        argv += ["--model", str(files["model"])]
+    if "cuda" in argv and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit) if match in ("invalid choice", "--samples must be at least 1", "kernel-width") else _nothing() as exc:
+        code = main(argv)
+    if exc is not None:
+        code = exc.value.code
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("limecraft: error:") and match in lines[0], lines[0]
+    assert "Traceback" not in err
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_subprocess_bad_input_has_no_traceback(tmp_path):
+    (tmp_path / "x.png").write_text("not really a png")
+    r = run_cli("explain", str(tmp_path / "x.png"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "not an image" in r.stderr
