@@ -16,23 +16,23 @@ import os
 # passive waiting removes that for both tools alike (see README, Performance).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from skimage import data, transform  # noqa: E402
+import numpy as np
+import torch
+from skimage import data, transform
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import limecraft_core as lc  # noqa: E402
+import limecraft_core as lc
 
 
 class ChannelMeans(torch.nn.Module):
@@ -56,7 +56,9 @@ def median_time(fn, repeats: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--lime-batch-sizes", default="10,100,250,1000")
@@ -67,7 +69,9 @@ def main() -> None:
 
     torch.manual_seed(0)
     model = ChannelMeans().eval()
-    image = (transform.resize(data.chelsea(), (224, 224), anti_aliasing=True) * 255).astype(np.uint8)
+    image = (transform.resize(data.chelsea(), (224, 224), anti_aliasing=True) * 255).astype(
+        np.uint8
+    )
     # lime's own default segmentation, computed once and handed to both tools.
     segments = lc.segment(image, "quickshift", working_size=None)
     n = args.samples
@@ -82,14 +86,26 @@ def main() -> None:
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             lime_image.LimeImageExplainer(random_state=0).explain_instance(
-                image, classifier_fn, top_labels=1, hide_color=None, num_samples=n,
-                batch_size=bs, segmentation_fn=lambda _: segments, random_seed=0,
+                image,
+                classifier_fn,
+                top_labels=1,
+                hide_color=None,
+                num_samples=n,
+                batch_size=bs,
+                segmentation_fn=lambda _: segments,
+                random_seed=0,
             )
 
     def run_ours(deltas: bool) -> None:
         lc.explain(
-            image, model, segments=segments, samples=n, fill="mean", seed=0,
-            compute_deltas=deltas, device="cpu",
+            image,
+            model,
+            segments=segments,
+            samples=n,
+            fill="mean",
+            seed=0,
+            compute_deltas=deltas,
+            device="cpu",
         )
 
     run_ours(False)  # warm-up: first-call allocations, thread pools
@@ -100,7 +116,9 @@ def main() -> None:
     ours = median_time(lambda: run_ours(False), args.repeats)
     ours_deltas = median_time(lambda: run_ours(True), args.repeats)
     model_only = median_time(
-        lambda: [classifier_fn(np.repeat(image[None], min(250, n - i), 0)) for i in range(0, n, 250)],
+        lambda: [
+            classifier_fn(np.repeat(image[None], min(250, n - i), 0)) for i in range(0, n, 250)
+        ],
         args.repeats,
     )
     result = {
@@ -121,7 +139,9 @@ def main() -> None:
     for bs, t in lime_times.items():
         print(f"| lime_image (batch {bs}) | {t:.3f} | {t / ours:.1f}x |")
     print(f"| limecraft explain | {ours:.3f} | 1.0x |")
-    print(f"| limecraft explain + 2K per-region passes | {ours_deltas:.3f} | {ours_deltas / ours:.2f}x |")
+    print(
+        f"| limecraft explain + 2K per-region passes | {ours_deltas:.3f} | {ours_deltas / ours:.2f}x |"
+    )
     print(f"speedup over lime (best batch {best_bs}): {result['speedup']:.1f}x")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,19 +6,29 @@ Pure, typed functions on arrays and tensors; no UI. File reading lives in
 
 __version__ = "0.1.0"
 
-from ._validate import MAX_PIXELS, MIN_SIDE, Cancelled, LimecraftError  # noqa: E402
-from .classifier import Classifier, ModelError, resolve_device  # noqa: E402
-from .explain import OUTPUT_SPACES, Explanation, explain, resolve_classifier  # noqa: E402
-from .perturbation import (  # noqa: E402
+from ._validate import MAX_PIXELS, MIN_SIDE, Cancelled, LimecraftError
+from .classifier import Classifier, ModelError, resolve_device
+from .edits import (
+    EDIT_FILLS,
+    EDIT_KINDS,
+    Edit,
+    EditResult,
+    apply_edit,
+    apply_edits,
+    transform_mask,
+)
+from .explain import OUTPUT_SPACES, Explanation, explain, resolve_classifier
+from .perturbation import (
     FILLS,
     SCHEMES,
     MaskSample,
     compose_batch,
+    inpaint,
     make_fill,
     perturbed_images,
     sample_masks,
 )
-from .render import (  # noqa: E402
+from .render import (
     Heatmap,
     boundaries,
     colorbar,
@@ -27,18 +37,19 @@ from .render import (  # noqa: E402
     region_map,
     top_regions,
 )
-from .segmentation import (  # noqa: E402
+from .segmentation import (
     METHODS,
     Regions,
     compose_regions,
     masks_from_label_image,
+    merge_by_keys,
     merge_regions,
     regions_from_labels,
     relabel,
     segment,
     split_region,
 )
-from .surrogate import (  # noqa: E402
+from .surrogate import (
     SurrogateFit,
     cosine_distance,
     exponential_kernel,
@@ -48,6 +59,8 @@ from .surrogate import (  # noqa: E402
 )
 
 __all__ = [
+    "EDIT_FILLS",
+    "EDIT_KINDS",
     "FILLS",
     "MAX_PIXELS",
     "METHODS",
@@ -56,6 +69,8 @@ __all__ = [
     "SCHEMES",
     "Cancelled",
     "Classifier",
+    "Edit",
+    "EditResult",
     "Explanation",
     "Heatmap",
     "LimecraftError",
@@ -64,6 +79,8 @@ __all__ = [
     "Regions",
     "SurrogateFit",
     "__version__",
+    "apply_edit",
+    "apply_edits",
     "boundaries",
     "colorbar",
     "compose_batch",
@@ -74,9 +91,11 @@ __all__ = [
     "exponential_kernel",
     "fit_ridge",
     "heatmap",
+    "inpaint",
     "make_fill",
     "make_kernel",
     "masks_from_label_image",
+    "merge_by_keys",
     "merge_regions",
     "perturbed_images",
     "region_map",
@@ -88,5 +107,6 @@ __all__ = [
     "segment",
     "split_region",
     "top_regions",
+    "transform_mask",
     "uniform_kernel",
 ]

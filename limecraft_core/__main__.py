@@ -7,6 +7,6 @@ import sys
 # passively costs nothing measurable elsewhere. Must be set before torch starts its pool.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .cli import main  # noqa: E402
+from .cli import main
 
 sys.exit(main())

@@ -135,7 +135,9 @@ class Classifier:
         """Resize and normalise a (B, 3, H, W) [0, 1] batch on the device."""
         x = batch
         if self.input_size is not None and tuple(x.shape[-2:]) != self.input_size:
-            x = F.interpolate(x, size=self.input_size, mode="bilinear", antialias=True, align_corners=False)
+            x = F.interpolate(
+                x, size=self.input_size, mode="bilinear", antialias=True, align_corners=False
+            )
         if self._mean is not None:
             x = (x - self._mean) / self._std
         if self.channels_last:

@@ -74,20 +74,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explain", help="explain a model's prediction on an image")
     e.add_argument("image", help="PNG, JPEG, WebP, BMP, TIFF or GIF")
-    e.add_argument("--out", required=True, help="folder for explanation.json, segments.npy, overlay.png")
-    e.add_argument("--model", default="demo", help="registry name, or a .pt2 / TorchScript .pt file (default: demo)")
+    e.add_argument(
+        "--out", required=True, help="folder for explanation.json, segments.npy, overlay.png"
+    )
+    e.add_argument(
+        "--model",
+        default="demo",
+        help="registry name, or a .pt2 / TorchScript .pt file (default: demo)",
+    )
     e.add_argument("--arch", help="torchvision architecture of a state_dict given as --model")
     e.add_argument("--labels", help="text file with one class name per line")
     e.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
     e.add_argument("--normalize", choices=["imagenet", "none"])
     e.add_argument("--segmentation", choices=METHODS, default="quickshift")
-    e.add_argument("--n-segments", type=_positive_int("--n-segments"), help="target number of regions")
+    e.add_argument(
+        "--n-segments", type=_positive_int("--n-segments"), help="target number of regions"
+    )
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
-    e.add_argument("--inner-segments", type=_positive_int("--inner-segments"),
-                   help="segment inside each handcrafted region into about N pieces (1: one feature)")
-    e.add_argument("--outer-segments", type=_positive_int("--outer-segments"),
-                   help="regions for the rest of the image (1: one background feature)")
+    e.add_argument(
+        "--inner-segments",
+        type=_positive_int("--inner-segments"),
+        help="segment inside each handcrafted region into about N pieces (1: one feature)",
+    )
+    e.add_argument(
+        "--outer-segments",
+        type=_positive_int("--outer-segments"),
+        help="regions for the rest of the image (1: one background feature)",
+    )
     e.add_argument("--samples", type=_positive_int("--samples"), default=1000)
     e.add_argument("--sampling", choices=SCHEMES, default="bernoulli")
     e.add_argument("--seed", type=int, default=0)
@@ -100,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--batch-size", type=_positive_int("--batch-size"))
     e.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     e.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"], default="auto")
-    e.add_argument("--top-k", type=_positive_int("--top-k"), default=5, help="regions shown in overlay.png")
+    e.add_argument(
+        "--top-k", type=_positive_int("--top-k"), default=5, help="regions shown in overlay.png"
+    )
     e.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     sub.add_parser("models", help="list registered models and whether they can run now")
@@ -148,17 +164,36 @@ def cmd_explain(a: argparse.Namespace) -> int:
     image = read_image(a.image)
     out = _out_dir(a.out)
     result = explain(
-        image, a.model, samples=a.samples, seed=a.seed, fill=a.fill, kernel_width=a.kernel_width,
-        ridge_alpha=a.ridge_alpha, output_space=a.output_space, target=a.target,
-        top_labels=a.top_labels, batch_size=a.batch_size, device=a.device,
-        segmentation=a.segmentation, n_segments=a.n_segments, segments_file=a.segments_file,
-        regions_mask=a.regions_mask, inner_segments=a.inner_segments,
-        outer_segments=a.outer_segments, sampling=a.sampling, labels=a.labels,
-        input_size=a.input_size, normalize=a.normalize, precision=a.precision, arch=a.arch,
+        image,
+        a.model,
+        samples=a.samples,
+        seed=a.seed,
+        fill=a.fill,
+        kernel_width=a.kernel_width,
+        ridge_alpha=a.ridge_alpha,
+        output_space=a.output_space,
+        target=a.target,
+        top_labels=a.top_labels,
+        batch_size=a.batch_size,
+        device=a.device,
+        segmentation=a.segmentation,
+        n_segments=a.n_segments,
+        segments_file=a.segments_file,
+        regions_mask=a.regions_mask,
+        inner_segments=a.inner_segments,
+        outer_segments=a.outer_segments,
+        sampling=a.sampling,
+        labels=a.labels,
+        input_size=a.input_size,
+        normalize=a.normalize,
+        precision=a.precision,
+        arch=a.arch,
         progress=_progress_printer(a.quiet),
     )
     doc = result.to_dict()
-    doc["settings"].update({"image_file": a.image, "model": a.model, "labels": a.labels, "arch": a.arch})
+    doc["settings"].update(
+        {"image_file": a.image, "model": a.model, "labels": a.labels, "arch": a.arch}
+    )
     (out / "explanation.json").write_text(json.dumps(doc, indent=2))
     np.save(out / "segments.npy", result.segments)
     overlay = render.top_regions(image, result.segments, result.weights, k=a.top_k)
@@ -172,7 +207,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
         )
         for k in order:
             name = f" {result.region_names[k]}" if result.region_names[k] else ""
-            print(f"  region {k}{name}: weight {result.weights[k]:+.4f}, delta {result.deltas[0, k]:+.4f}")
+            print(
+                f"  region {k}{name}: weight {result.weights[k]:+.4f}, delta {result.deltas[0, k]:+.4f}"
+            )
         print(f"wrote {out / 'explanation.json'}, {out / 'segments.npy'}, {out / 'overlay.png'}")
     return 0
 
@@ -180,8 +217,16 @@ def cmd_explain(a: argparse.Namespace) -> int:
 def cmd_models(_a: argparse.Namespace) -> int:
     from models.registry import list_models
 
-    rows = [(m.name, "yes" if m.ready else "no", str(m.input_size), str(m.num_classes), m.reason or m.description)
-            for m in list_models()]
+    rows = [
+        (
+            m.name,
+            "yes" if m.ready else "no",
+            str(m.input_size),
+            str(m.num_classes),
+            m.reason or m.description,
+        )
+        for m in list_models()
+    ]
     head = ("name", "ready", "input", "classes", "notes")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     for r in [head, *rows]:
@@ -201,14 +246,16 @@ def cmd_demo_data(a: argparse.Namespace) -> int:
         name = f"demo_{i:04d}"
         (out / f"{name}.png").write_bytes(encode_png(s.image))
         (out / f"{name}_tag.png").write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
-        entries.append({
-            "file": f"{name}.png",
-            "tag_mask": f"{name}_tag.png",
-            "shape_class": int(s.shape_class),
-            "tag_class": int(s.tag_class),
-            "shape_label": demo.CLASS_NAMES[s.shape_class],
-            "tag_label": demo.CLASS_NAMES[s.tag_class],
-        })
+        entries.append(
+            {
+                "file": f"{name}.png",
+                "tag_mask": f"{name}_tag.png",
+                "shape_class": int(s.shape_class),
+                "tag_class": int(s.tag_class),
+                "shape_label": demo.CLASS_NAMES[s.shape_class],
+                "tag_label": demo.CLASS_NAMES[s.tag_class],
+            }
+        )
     (out / "labels.json").write_text(json.dumps(entries, indent=2))
     print(f"wrote {len(entries)} images, their tag masks and labels.json to {out}")
     return 0

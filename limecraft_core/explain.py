@@ -80,10 +80,16 @@ def _encode_array(a: np.ndarray) -> dict[str, Any]:
 
 
 def _decode_array(d: Any) -> np.ndarray:
-    if not isinstance(d, dict) or d.get("encoding") != "npz-base64" or not isinstance(d.get("data"), str):
+    if (
+        not isinstance(d, dict)
+        or d.get("encoding") != "npz-base64"
+        or not isinstance(d.get("data"), str)
+    ):
         raise LimecraftError("explanation JSON: 'segments' must be {encoding: npz-base64, data}")
     try:
-        with np.load(io.BytesIO(base64.b64decode(d["data"], validate=True)), allow_pickle=False) as z:
+        with np.load(
+            io.BytesIO(base64.b64decode(d["data"], validate=True)), allow_pickle=False
+        ) as z:
             return z["a"]
     except Exception as e:
         raise LimecraftError(f"explanation JSON: 'segments' could not be decoded ({e})") from None
@@ -196,7 +202,10 @@ class Explanation:
             "intercept": self.intercept,
             "score": self.score,
             "regions": [
-                {key: (None if isinstance(v, float) and not np.isfinite(v) else v) for key, v in r.items()}
+                {
+                    key: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                    for key, v in r.items()
+                }
                 for r in self.regions_table()
             ],
             "classes": [
@@ -214,7 +223,8 @@ class Explanation:
                 for i, c in enumerate(self.classes)
             ],
             "top_predictions": [
-                {"index": int(i), "label": lab, "score": float(s)} for i, lab, s in self.top_predictions
+                {"index": int(i), "label": lab, "score": float(s)}
+                for i, lab, s in self.top_predictions
             ],
             "timings": self.timings,
             "versions": self.versions,
@@ -246,11 +256,17 @@ class Explanation:
     def from_dict(cls, d: Any) -> Explanation:
         """Restore from :meth:`to_dict`'s output, checking every part."""
         if not isinstance(d, dict) or d.get("format") != JSON_FORMAT:
-            raise LimecraftError("not a LIMEcraft explanation (missing format: limecraft-explanation)")
+            raise LimecraftError(
+                "not a LIMEcraft explanation (missing format: limecraft-explanation)"
+            )
         if d.get("format_version") != JSON_VERSION:
-            raise LimecraftError(f"unsupported explanation format_version {d.get('format_version')!r}")
+            raise LimecraftError(
+                f"unsupported explanation format_version {d.get('format_version')!r}"
+            )
         if "segments" not in d:
-            raise LimecraftError("this explanation JSON was saved without segments; it cannot be restored")
+            raise LimecraftError(
+                "this explanation JSON was saved without segments; it cannot be restored"
+            )
         seg = _decode_array(d["segments"])
         try:
             if seg.ndim != 2 or not np.issubdtype(seg.dtype, np.integer):
@@ -347,17 +363,28 @@ def resolve_classifier(
         from models.registry import load_classifier
 
         return load_classifier(
-            str(model), input_size=input_size, normalize=normalize, labels=labels,
-            device=device, precision=precision, arch=arch,
+            str(model),
+            input_size=input_size,
+            normalize=normalize,
+            labels=labels,
+            device=device,
+            precision=precision,
+            arch=arch,
         )
     return Classifier(
-        model, input_size=input_size, normalize=normalize or "none", labels=labels,
-        device=device, precision=precision,
+        model,
+        input_size=input_size,
+        normalize=normalize or "none",
+        labels=labels,
+        device=device,
+        precision=precision,
     )
 
 
 def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    return F.interpolate(x[None], size=size, mode="bilinear", antialias=True, align_corners=False)[0]
+    return F.interpolate(x[None], size=size, mode="bilinear", antialias=True, align_corners=False)[
+        0
+    ]
 
 
 def _resize_labels(labels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -395,7 +422,9 @@ def _regions_for(
 
         regions_mask = read_mask(regions_mask)
     if segments is not None and regions_mask is not None:
-        raise LimecraftError("give either segments (a finished label map) or regions_mask, not both")
+        raise LimecraftError(
+            "give either segments (a finished label map) or regions_mask, not both"
+        )
     if isinstance(segments, Regions):
         check_label_map(segments.atoms, shape, "segments")
         return segments
@@ -405,12 +434,24 @@ def _regions_for(
         return regions_from_labels(segments)
     if regions_mask is not None:
         return compose_regions(
-            img, regions_mask, names=region_names, inner_segments=inner_segments,
-            inner_method=inner_method, outer_segments=outer_segments, outer_method=segmentation,
-            outer_params=segmentation_params, working_size=working_size, seed=seed,
+            img,
+            regions_mask,
+            names=region_names,
+            inner_segments=inner_segments,
+            inner_method=inner_method,
+            outer_segments=outer_segments,
+            outer_method=segmentation,
+            outer_params=segmentation_params,
+            working_size=working_size,
+            seed=seed,
         )
     labels = segment(
-        img, segmentation, n_segments, params=segmentation_params, working_size=working_size, seed=seed
+        img,
+        segmentation,
+        n_segments,
+        params=segmentation_params,
+        working_size=working_size,
+        seed=seed,
     )
     return regions_from_labels(labels)
 
@@ -514,17 +555,31 @@ def explain(
     kern = kernel if kernel is not None else make_kernel(kernel_width)
     dev = resolve_device(device)
     clf = resolve_classifier(
-        model, input_size=input_size, normalize=normalize, labels=labels,
-        device=dev.type, precision=precision, arch=arch,
+        model,
+        input_size=input_size,
+        normalize=normalize,
+        labels=labels,
+        device=dev.type,
+        precision=precision,
+        arch=arch,
     )
     dev = clf.device
 
     t_seg = time.perf_counter()
     regions = _regions_for(
-        img, segments, regions_mask, segments_file, segmentation=segmentation,
-        n_segments=n_segments, segmentation_params=segmentation_params,
-        inner_segments=inner_segments, inner_method=inner_method, outer_segments=outer_segments,
-        region_names=region_names, working_size=working_size, seed=seed,
+        img,
+        segments,
+        regions_mask,
+        segments_file,
+        segmentation=segmentation,
+        n_segments=n_segments,
+        segmentation_params=segmentation_params,
+        inner_segments=inner_segments,
+        inner_method=inner_method,
+        outer_segments=outer_segments,
+        region_names=region_names,
+        working_size=working_size,
+        seed=seed,
     )
     seg_labels = regions.labels
     k = regions.n_regions
@@ -550,7 +605,9 @@ def explain(
         all_masks = np.concatenate([ms.masks, hide_one, keep_one])
     bs = batch_size or default_batch_size(dev, size[0] * size[1])
 
-    outputs = run_masks(clf, image_t, fill_t, labels_t, all_masks, bs, progress=progress, cancel=cancel)
+    outputs = run_masks(
+        clf, image_t, fill_t, labels_t, all_masks, bs, progress=progress, cancel=cancel
+    )
     if output_space == "probability":  # once over all rows: per-batch calls cost more on CPU
         outputs = torch.softmax(outputs, dim=1)
     sampling_s = time.perf_counter() - t_sample
@@ -587,9 +644,9 @@ def explain(
         "n_segments": n_segments,
         "segmentation_params": segmentation_params,
         "segments_file": str(segments_file) if segments_file is not None else None,
-        "regions_mask": str(regions_mask) if isinstance(regions_mask, (str, Path)) else (
-            "array" if regions_mask is not None else None
-        ),
+        "regions_mask": str(regions_mask)
+        if isinstance(regions_mask, (str, Path))
+        else ("array" if regions_mask is not None else None),
         "inner_segments": inner_segments,
         "inner_method": inner_method,
         "outer_segments": outer_segments,

@@ -18,6 +18,7 @@ from ._validate import MAX_PIXELS, MIN_SIDE, LimecraftError
 __all__ = [
     "IMAGE_BACKGROUND",
     "decode_image",
+    "decode_mask",
     "encode_png",
     "read_image",
     "read_label_map",
@@ -71,7 +72,9 @@ def _open(data: bytes, name: str) -> Image.Image:
             f"{name} is not an image that can be read (PNG, JPEG, WebP, BMP, TIFF or GIF)"
         ) from None
     except (OSError, SyntaxError, ValueError) as e:
-        raise LimecraftError(f"{name} could not be decoded ({e}); the file may be truncated") from None
+        raise LimecraftError(
+            f"{name} could not be decoded ({e}); the file may be truncated"
+        ) from None
     finally:
         Image.MAX_IMAGE_PIXELS = old
     return im
@@ -137,6 +140,11 @@ def _mask_array(im: Image.Image) -> np.ndarray:
     return np.asarray(im, dtype=np.int64).astype(np.int32)
 
 
+def decode_mask(data: bytes, name: str = "the mask") -> np.ndarray:
+    """Decode mask image bytes; see :func:`read_mask`."""
+    return _mask_array(ImageOps.exif_transpose(_open(data, name)))
+
+
 def read_mask(path: str | Path) -> np.ndarray:
     """Read a handcrafted-regions mask.
 
@@ -147,8 +155,7 @@ def read_mask(path: str | Path) -> np.ndarray:
     -------
     (H, W) int32 ndarray, 0 for "no region".
     """
-    data = _read_bytes(path, "mask")
-    return _mask_array(ImageOps.exif_transpose(_open(data, f"mask {str(path)!r}")))
+    return decode_mask(_read_bytes(path, "mask"), f"mask {str(path)!r}")
 
 
 def read_label_map(path: str | Path) -> np.ndarray:

@@ -23,7 +23,9 @@ __all__ = [
     "FILLS",
     "SCHEMES",
     "MaskSample",
+    "check_fill",
     "compose_batch",
+    "inpaint",
     "make_fill",
     "perturbed_images",
     "sample_masks",
@@ -34,7 +36,7 @@ FILLS = ("mean", "gray", "black", "blur", "inpaint")
 
 #: A fill is a name from FILLS, a ``#RRGGBB`` colour, or a callable
 #: ``(image (H, W, 3) float32, labels (H, W) int) -> (H, W, 3) float32``.
-Fill = Union[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
+Fill = Union[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]  # noqa: UP007 (a runtime alias)
 
 _HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 
@@ -192,6 +194,47 @@ def _pull_push(premultiplied: torch.Tensor, known: torch.Tensor) -> torch.Tensor
 
 
 _INPAINT_SIZE = 128
+
+
+def inpaint(image: np.ndarray, hole: np.ndarray, *, max_size: int | None = 256) -> np.ndarray:
+    """Fill the ``hole`` pixels of an image from their surroundings (pull-push interpolation).
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, or float in [0, 1]
+    hole : (H, W) bool ndarray, the pixels to fill
+    max_size : int or None
+        Interpolate on a copy at most this many pixels on its longer side (a hole's fill is
+        smooth, so little is lost), then upsample; ``None`` works at full resolution.
+
+    Returns
+    -------
+    (H, W, 3) float32 ndarray in [0, 1]; pixels outside the hole are unchanged.
+    """
+    img = as_float_image(image)
+    hole = np.asarray(hole, dtype=bool)
+    if hole.shape != img.shape[:2]:
+        raise LimecraftError(f"hole mask {hole.shape} does not match the image {img.shape[:2]}")
+    if not hole.any():
+        return img
+    if hole.all():
+        return np.broadcast_to(img.mean(axis=(0, 1)), img.shape).astype(np.float32).copy()
+    h, w = hole.shape
+    x = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))[None]
+    known = torch.from_numpy(~hole)[None, None].float()
+    v = x * known
+    s = 1.0 if max_size is None else min(1.0, max_size / max(h, w))
+    if s < 1:
+        small = (max(1, round(h * s)), max(1, round(w * s)))
+        v = F.interpolate(v, size=small, mode="area")
+        known_s = F.interpolate(known, size=small, mode="area")
+    else:
+        known_s = known
+    filled = _pull_push(v, known_s)
+    if s < 1:
+        filled = F.interpolate(filled, size=(h, w), mode="bilinear", align_corners=False)
+    out = torch.where(known.bool(), x, filled)[0]
+    return np.clip(out.numpy().transpose(1, 2, 0), 0.0, 1.0)
 
 
 def _inpaint_regions(img: np.ndarray, labels: np.ndarray, chunk: int = 16) -> np.ndarray:
@@ -363,7 +406,9 @@ def run_masks(
         m = torch.from_numpy(masks[done:stop]).to(image.device, non_blocking=True)
         try:
             if buffer is None or buffer.shape[0] < stop - done:
-                buffer = torch.empty((stop - done, *image.shape), dtype=image.dtype, device=image.device)
+                buffer = torch.empty(
+                    (stop - done, *image.shape), dtype=image.dtype, device=image.device
+                )
             batch = compose_batch(image, fill, labels, m, out=buffer[: stop - done], diff=diff)
             outs.append(forward(batch).float())
         except torch.OutOfMemoryError:
@@ -391,4 +436,3 @@ def default_batch_size(device: torch.device, pixels: int) -> int:
     """
     base = 256 if device.type == "cuda" else 16
     return int(max(1, min(4 * base, base * 224 * 224 // max(pixels, 1))))
-

@@ -23,14 +23,25 @@ __all__ = [
 
 # PiYG (ColorBrewer): magenta for negative, green for positive; readable by most colour-blind
 # viewers, unlike a plain red-green ramp.
-_PIYG = np.array(
-    [
-        [142, 1, 82], [197, 27, 125], [222, 119, 174], [241, 182, 218], [253, 224, 239],
-        [247, 247, 247],
-        [230, 245, 208], [184, 225, 134], [127, 188, 65], [77, 146, 33], [39, 100, 25],
-    ],
-    dtype=np.float64,
-) / 255.0
+_PIYG = (
+    np.array(
+        [
+            [142, 1, 82],
+            [197, 27, 125],
+            [222, 119, 174],
+            [241, 182, 218],
+            [253, 224, 239],
+            [247, 247, 247],
+            [230, 245, 208],
+            [184, 225, 134],
+            [127, 188, 65],
+            [77, 146, 33],
+            [39, 100, 25],
+        ],
+        dtype=np.float64,
+    )
+    / 255.0
+)
 POSITIVE = np.array([0.0, 0.75, 0.2])  # green: supports the class
 NEGATIVE = np.array([0.9, 0.1, 0.1])  # red: speaks against it
 
@@ -55,13 +66,9 @@ class Heatmap:
 def _check(image: np.ndarray, segments: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
     img = as_float_image(image)
     if segments.shape != img.shape[:2]:
-        raise LimecraftError(
-            f"segments {segments.shape} do not match the image {img.shape[:2]}"
-        )
+        raise LimecraftError(f"segments {segments.shape} do not match the image {img.shape[:2]}")
     if values is not None and len(values) != int(segments.max()) + 1:
-        raise LimecraftError(
-            f"{len(values)} values given for {int(segments.max()) + 1} regions"
-        )
+        raise LimecraftError(f"{len(values)} values given for {int(segments.max()) + 1} regions")
     return img
 
 

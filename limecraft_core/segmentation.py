@@ -22,6 +22,7 @@ __all__ = [
     "Regions",
     "compose_regions",
     "masks_from_label_image",
+    "merge_by_keys",
     "merge_regions",
     "regions_from_labels",
     "relabel",
@@ -105,11 +106,14 @@ def _felzenszwalb_min_size(img: np.ndarray, n_segments: int, sigma: float) -> in
     for _ in range(8):
         mid = (lo + hi) / 2
         ms = max(1, round(math.exp(mid)))
-        count = int(
-            segmentation.felzenszwalb(
-                small, scale=0.3 * area / n_segments, sigma=sigma, min_size=ms, channel_axis=-1
-            ).max()
-        ) + 1
+        count = (
+            int(
+                segmentation.felzenszwalb(
+                    small, scale=0.3 * area / n_segments, sigma=sigma, min_size=ms, channel_axis=-1
+                ).max()
+            )
+            + 1
+        )
         err = abs(math.log(count / n_segments))
         if err < best_err:
             best, best_err = ms, err
@@ -281,7 +285,9 @@ class Regions:
     def keys(self) -> tuple[str, ...]:
         """Stable identity of each region: its atom's key, or ``merge(a+b+...)``."""
         return tuple(
-            self.atom_keys[g[0]] if len(g) == 1 else "merge(" + "+".join(self.atom_keys[a] for a in g) + ")"
+            self.atom_keys[g[0]]
+            if len(g) == 1
+            else "merge(" + "+".join(self.atom_keys[a] for a in g) + ")"
             for g in self.groups
         )
 
@@ -327,7 +333,9 @@ def masks_from_label_image(label_image: np.ndarray) -> list[np.ndarray]:
     list of (H, W) bool ndarray, possibly empty.
     """
     if label_image.ndim != 2:
-        raise LimecraftError(f"a mask image must be 2-D (one channel), got shape {label_image.shape}")
+        raise LimecraftError(
+            f"a mask image must be 2-D (one channel), got shape {label_image.shape}"
+        )
     values = np.unique(label_image)
     return [label_image == v for v in values if v != 0]
 
@@ -377,7 +385,7 @@ def _merge_small(pieces: np.ndarray, movable: np.ndarray, min_size: int) -> np.n
         local[mine] = target
         tb = boxes[target - 1]
         boxes[target - 1] = tuple(
-            slice(min(a.start, b.start), max(a.stop, b.stop)) for a, b in zip(tb, box)
+            slice(min(a.start, b.start), max(a.stop, b.stop)) for a, b in zip(tb, box, strict=False)
         )
         sizes[target] += sizes[label]
         sizes[label] = 0
@@ -492,8 +500,11 @@ def compose_regions(
             add(np.zeros(shape, np.int64), rest, "background", "background", split=False)
         else:
             whole = _segment_float(
-                _at_working_size(img, working_size), outer_method, outer_segments,
-                outer_params or {}, seed,
+                _at_working_size(img, working_size),
+                outer_method,
+                outer_segments,
+                outer_params or {},
+                seed,
             )
             if whole.shape != shape:
                 whole = _upscale_nearest(whole, shape)
@@ -528,7 +539,22 @@ def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None)
         name = "+".join(n for n in (regions.names[i] for i in ids) if n) or ""
     groups = [g for i, g in enumerate(regions.groups) if i not in ids] + [merged]
     names = [n for i, n in enumerate(regions.names) if i not in ids] + [name]
-    return Regions(regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names))
+    return Regions(
+        regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names)
+    )
+
+
+def merge_by_keys(regions: Regions, keys: Iterable[str], name: str | None = None) -> Regions:
+    """Merge the regions with these stable keys (see :func:`merge_regions`).
+
+    Keys that no longer exist are ignored, so a list of merges can be replayed on a
+    re-composed region map; fewer than two remaining keys leave ``regions`` unchanged.
+    """
+    present = set(regions.keys)
+    ids = [regions.index_of(k) for k in keys if k in present]
+    if len(set(ids)) < 2:
+        return regions
+    return merge_regions(regions, ids, name)
 
 
 def split_region(regions: Regions, region_id: int) -> Regions:
@@ -542,9 +568,13 @@ def split_region(regions: Regions, region_id: int) -> Regions:
     region_id = check_int("region id", region_id, 0, regions.n_regions - 1)
     group = regions.groups[region_id]
     if len(group) == 1:
-        raise LimecraftError(f"region {region_id} was not made by a merge; there is nothing to split")
+        raise LimecraftError(
+            f"region {region_id} was not made by a merge; there is nothing to split"
+        )
     groups = [g for i, g in enumerate(regions.groups) if i != region_id] + [(a,) for a in group]
     names = [n for i, n in enumerate(regions.names) if i != region_id] + [
         regions.atom_names[a] for a in group
     ]
-    return Regions(regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names))
+    return Regions(
+        regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names)
+    )

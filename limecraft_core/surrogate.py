@@ -133,7 +133,9 @@ def fit_ridge(
     xm = ws @ x
     ym = ws @ y
     xc, yc = x - xm, y - ym
-    a = xc.T @ (ws[:, None] * xc) + (alpha / float(w.sum())) * torch.eye(x.shape[1], dtype=x.dtype, device=device)
+    a = xc.T @ (ws[:, None] * xc) + (alpha / float(w.sum())) * torch.eye(
+        x.shape[1], dtype=x.dtype, device=device
+    )
     b = xc.T @ (ws[:, None] * yc)
     try:
         coef = torch.linalg.solve(a, b)
@@ -144,7 +146,9 @@ def fit_ridge(
     ss_res = ws @ (y - pred) ** 2
     ss_tot = ws @ yc**2
     perfect = ss_res <= 1e-12 * torch.clamp(ss_tot, min=1e-300)
-    score = torch.where(ss_tot > 0, 1.0 - ss_res / torch.clamp(ss_tot, min=1e-300), perfect.double())
+    score = torch.where(
+        ss_tot > 0, 1.0 - ss_res / torch.clamp(ss_tot, min=1e-300), perfect.double()
+    )
     local = intercept + coef.sum(dim=0)
     return SurrogateFit(
         coef=coef.T.cpu().numpy(),

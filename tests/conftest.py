@@ -7,8 +7,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Never try to download weights from a test.
 os.environ["LIMECRAFT_OFFLINE"] = "1"
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 
 @pytest.fixture

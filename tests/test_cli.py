@@ -35,18 +35,39 @@ def files(tmp_path, photo):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "limecraft_core", *args], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "limecraft_core", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
 
 
 def test_explain_writes_the_three_files(files, photo):
     out = files["dir"] / "out"
-    code = main([
-        "explain", str(files["img"]), "--out", str(out), "--model", str(files["model"]),
-        "--labels", str(files["labels"]), "--input-size", "48", "--samples", "60",
-        "--segmentation", "slic", "--n-segments", "12", "--fill", "#808080", "--quiet",
-    ])
+    code = main(
+        [
+            "explain",
+            str(files["img"]),
+            "--out",
+            str(out),
+            "--model",
+            str(files["model"]),
+            "--labels",
+            str(files["labels"]),
+            "--input-size",
+            "48",
+            "--samples",
+            "60",
+            "--segmentation",
+            "slic",
+            "--n-segments",
+            "12",
+            "--fill",
+            "#808080",
+            "--quiet",
+        ]
+    )
     assert code == 0
     doc = json.loads((out / "explanation.json").read_text())
     seg = np.load(out / "segments.npy")
@@ -64,11 +85,23 @@ def test_explain_writes_the_three_files(files, photo):
 
 def test_explain_with_a_regions_mask(files):
     out = files["dir"] / "out2"
-    code = main([
-        "explain", str(files["img"]), "--out", str(out), "--model", str(files["model"]),
-        "--regions-mask", str(files["mask"]), "--outer-segments", "1", "--samples", "40",
-        "--quiet",
-    ])
+    code = main(
+        [
+            "explain",
+            str(files["img"]),
+            "--out",
+            str(out),
+            "--model",
+            str(files["model"]),
+            "--regions-mask",
+            str(files["mask"]),
+            "--outer-segments",
+            "1",
+            "--samples",
+            "40",
+            "--quiet",
+        ]
+    )
     assert code == 0
     doc = json.loads((out / "explanation.json").read_text())
     assert [r["key"] for r in doc["regions"]] == ["hand:0", "background"]
@@ -76,8 +109,18 @@ def test_explain_with_a_regions_mask(files):
 
 
 def test_subprocess_prints_a_summary(files):
-    r = run_cli("explain", str(files["img"]), "--out", str(files["dir"] / "o"), "--model",
-                str(files["model"]), "--samples", "30", "--segmentation", "grid")
+    r = run_cli(
+        "explain",
+        str(files["img"]),
+        "--out",
+        str(files["dir"] / "o"),
+        "--model",
+        str(files["model"]),
+        "--samples",
+        "30",
+        "--segmentation",
+        "grid",
+    )
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stdout and "region" in r.stdout
 
@@ -108,8 +151,12 @@ def test_bad_input_exits_2_with_one_line(files, capsys, args, match):
     Image.fromarray(np.ones((5, 5), np.uint8)).save(d / "small.png")
     np.save(d / "small.npy", np.zeros((5, 5), np.int64))
     fmt = {
-        "missing": str(d / "missing.png"), "out": str(d / "out"), "text": str(d / "notes.txt"),
-        "empty": str(d / "empty.png"), "img": str(files["img"]), "small_mask": str(d / "small.png"),
+        "missing": str(d / "missing.png"),
+        "out": str(d / "out"),
+        "text": str(d / "notes.txt"),
+        "empty": str(d / "empty.png"),
+        "img": str(files["img"]),
+        "small_mask": str(d / "small.png"),
         "small_npy": str(d / "small.npy"),
     }
     argv = [a.format(**fmt) for a in args]
@@ -117,7 +164,11 @@ def test_bad_input_exits_2_with_one_line(files, capsys, args, match):
         argv += ["--model", str(files["model"])]
     if "cuda" in argv and torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    with pytest.raises(SystemExit) if match in ("invalid choice", "--samples must be at least 1", "kernel-width") else _nothing() as exc:
+    with (
+        pytest.raises(SystemExit)
+        if match in ("invalid choice", "--samples must be at least 1", "kernel-width")
+        else _nothing() as exc
+    ):
         code = main(argv)
     if exc is not None:
         code = exc.value.code

@@ -1,5 +1,6 @@
 import contextlib
 import io
+import itertools
 import warnings
 
 import numpy as np
@@ -34,8 +35,16 @@ def test_additive_exactness_for_a_pixel_linear_model(photo, sampling, kernel_wid
     model = LinearPixels(photo.shape[:2], classes=3)
     labels = segment(photo, "slic", n_segments=20)
     res = explain(
-        photo, model, segments=labels, samples=300, fill="gray", output_space="raw",
-        ridge_alpha=1e-9, sampling=sampling, kernel_width=kernel_width, seed=3,
+        photo,
+        model,
+        segments=labels,
+        samples=300,
+        fill="gray",
+        output_space="raw",
+        ridge_alpha=1e-9,
+        sampling=sampling,
+        kernel_width=kernel_width,
+        seed=3,
     )
     x = torch.from_numpy(photo.transpose(2, 0, 1) / 255.0).float()[None]
     f = model(x)[0, res.target].double().item()
@@ -76,15 +85,29 @@ def test_agrees_with_the_lime_package(photo):
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
         theirs = lime_image.LimeImageExplainer(random_state=0).explain_instance(
-            photo, classifier_fn, top_labels=1, hide_color=None, num_samples=3000,
-            batch_size=100, segmentation_fn=lambda _: labels, random_seed=0,
+            photo,
+            classifier_fn,
+            top_labels=1,
+            hide_color=None,
+            num_samples=3000,
+            batch_size=100,
+            segmentation_fn=lambda _: labels,
+            random_seed=0,
         )
     target = theirs.top_labels[0]
     their_w = np.zeros(k)
     for region, weight in theirs.local_exp[target]:
         their_w[region] = weight
-    ours = explain(photo, probs, segments=labels, samples=3000, fill="mean", output_space="raw",
-                   target=target, seed=1)
+    ours = explain(
+        photo,
+        probs,
+        segments=labels,
+        samples=3000,
+        fill="mean",
+        output_space="raw",
+        target=target,
+        seed=1,
+    )
     rho = spearmanr(ours.weights, their_w).statistic
     assert rho >= 0.95, rho
 
@@ -133,8 +156,15 @@ def test_model_input_size_and_normalisation_are_applied(photo):
 def test_result_maps_back_to_the_users_pixels():
     rng = np.random.default_rng(0)
     image = rng.integers(0, 255, (300, 500, 3)).astype(np.uint8)
-    res = explain(image, ChannelMeans(), samples=30, segmentation="slic", n_segments=20,
-                  input_size=64, working_size=128)
+    res = explain(
+        image,
+        ChannelMeans(),
+        samples=30,
+        segmentation="slic",
+        n_segments=20,
+        input_size=64,
+        working_size=128,
+    )
     assert res.segments.shape == (300, 500)
     assert res.region_pixels.sum() == 300 * 500
 
@@ -164,10 +194,17 @@ def test_from_json_refuses_garbage(text):
 
 def test_progress_and_cancel(photo):
     calls = []
-    explain(photo, ChannelMeans(), samples=100, batch_size=16, segmentation="grid", n_segments=4,
-            progress=lambda d, t: calls.append((d, t)))
+    explain(
+        photo,
+        ChannelMeans(),
+        samples=100,
+        batch_size=16,
+        segmentation="grid",
+        n_segments=4,
+        progress=lambda d, t: calls.append((d, t)),
+    )
     assert calls[-1][0] == calls[-1][1] == 100 + 2 * 4
-    assert all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    assert all(a[0] < b[0] for a, b in itertools.pairwise(calls))
     n = {"batches": 0}
 
     def cancel():
@@ -175,8 +212,9 @@ def test_progress_and_cancel(photo):
         return n["batches"] > 2
 
     with pytest.raises(Cancelled):
-        explain(photo, ChannelMeans(), samples=500, batch_size=16, segmentation="grid",
-                cancel=cancel)
+        explain(
+            photo, ChannelMeans(), samples=500, batch_size=16, segmentation="grid", cancel=cancel
+        )
 
 
 @pytest.mark.parametrize(
@@ -234,3 +272,34 @@ def test_a_classifier_object_is_used_as_is(photo):
     res = explain(photo, clf, samples=20, segmentation="grid")
     assert res.class_labels[0] in "abcd"
     assert res.settings["model"] == "toy" and res.settings["input_size"] == [32, 32]
+
+
+def test_out_of_memory_halves_the_batch_and_retries(photo):
+    """The GPU's OOM path, exercised on the CPU: a model that cannot take more than 4 images."""
+    calls = []
+
+    def small_memory(x):
+        calls.append(x.shape[0])
+        if x.shape[0] > 4:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return x.mean(dim=(2, 3))
+
+    res = explain(photo, small_memory, samples=40, batch_size=16, segmentation="grid", n_segments=4)
+    ref = explain(
+        photo,
+        lambda x: x.mean(dim=(2, 3)),
+        samples=40,
+        batch_size=16,
+        segmentation="grid",
+        n_segments=4,
+    )
+    assert calls[:3] == [16, 8, 4] and max(calls[3:]) <= 4
+    assert np.allclose(res.weights, ref.weights, atol=1e-6)
+
+
+def test_a_model_that_oom_on_one_image_gives_a_clear_error(photo):
+    def never(x):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    with pytest.raises(LimecraftError, match="ran out of device memory on a single image"):
+        explain(photo, never, samples=20, batch_size=2, segmentation="grid")

@@ -16,8 +16,16 @@ def png_bytes(im: Image.Image, fmt: str = "PNG", **kw) -> bytes:
 
 @pytest.mark.parametrize(
     ("mode", "fmt"),
-    [("RGB", "PNG"), ("L", "PNG"), ("P", "GIF"), ("CMYK", "JPEG"), ("RGBA", "WEBP"),
-     ("RGB", "BMP"), ("RGB", "TIFF"), ("I;16", "PNG")],
+    [
+        ("RGB", "PNG"),
+        ("L", "PNG"),
+        ("P", "GIF"),
+        ("CMYK", "JPEG"),
+        ("RGBA", "WEBP"),
+        ("RGB", "BMP"),
+        ("RGB", "TIFF"),
+        ("I;16", "PNG"),
+    ],
 )
 def test_every_mode_becomes_rgb_uint8(mode, fmt):
     rng = np.random.default_rng(0)
@@ -83,7 +91,7 @@ def test_masks_and_label_maps(tmp_path):
     np.save(tmp_path / "s.npy", lab.astype(np.int64))
     assert np.array_equal(read_label_map(tmp_path / "s.npy"), lab)
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(LimecraftError, match="plain .npy"):
+    with pytest.raises(LimecraftError, match=r"plain \.npy"):
         read_label_map(tmp_path / "obj.npy")
 
 

@@ -35,7 +35,11 @@ def test_heatmap_is_signed_and_symmetric(setup):
     hm = heatmap(img, labels, w, alpha=1.0)
     assert hm.vmax == 0.5 and hm.vmin == -0.5
     assert hm.colorbar.shape == (24, 256, 3)
-    pos, neg, zero = hm.image[5, 5].astype(int), hm.image[5, 20].astype(int), hm.image[20, 5].astype(int)
+    pos, neg, zero = (
+        hm.image[5, 5].astype(int),
+        hm.image[5, 20].astype(int),
+        hm.image[20, 5].astype(int),
+    )
     assert pos[1] > pos[0]  # green for positive
     assert neg[0] > neg[1]  # magenta for negative
     assert abs(zero[0] - zero[1]) < 5  # white-ish for zero

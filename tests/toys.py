@@ -9,7 +9,9 @@ class LinearPixels(torch.nn.Module):
     def __init__(self, shape: tuple[int, int], classes: int = 3, seed: int = 0) -> None:
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        self.w = torch.nn.Parameter(torch.randn(classes, 3, *shape, generator=g), requires_grad=False)
+        self.w = torch.nn.Parameter(
+            torch.randn(classes, 3, *shape, generator=g), requires_grad=False
+        )
         self.b = torch.nn.Parameter(torch.randn(classes, generator=g), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,212 @@
+"""The model registry: zoo names offline, the user's own model files, and their safety."""
+
+import json
+import pickle
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from toys import ChannelMeans
+
+from limecraft_core import LimecraftError, ModelError, explain
+from models import registry, zoo
+from models.custom import load_model_file
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    return tmp_path / "torch" / "hub" / "checkpoints"
+
+
+def test_zoo_has_every_required_name_with_offline_metadata():
+    required = {
+        "resnet50",
+        "resnet18",
+        "vgg16",
+        "densenet121",
+        "inception_v3",
+        "mobilenet_v3_large",
+        "efficientnet_b0",
+        "convnext_tiny",
+        "vit_b_16",
+        "swin_t",
+    }
+    assert required <= set(zoo.ZOO)
+    for name in required:
+        spec = zoo.ZOO[name]
+        assert len(spec.categories) == 1000
+        assert spec.input_size == (299 if name == "inception_v3" else 224)
+
+
+@pytest.mark.parametrize("name", sorted(zoo.ZOO))
+def test_every_zoo_name_fails_at_once_without_weights(empty_cache, photo, name):
+    t = time.perf_counter()
+    with pytest.raises(LimecraftError) as e:
+        explain(photo, name, samples=20)
+    msg = str(e.value)
+    assert time.perf_counter() - t < 5
+    assert zoo.ZOO[name].filename in msg and str(empty_cache) in msg
+    assert "demo" in msg and ".pt2" in msg
+
+
+def test_a_download_attempt_is_bounded(empty_cache, monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_OFFLINE", "0")
+    monkeypatch.setenv("LIMECRAFT_DOWNLOAD_TIMEOUT", "1")
+
+    def no_network(*a, **k):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(zoo.urllib.request, "urlopen", no_network)
+    t = time.perf_counter()
+    with pytest.raises(LimecraftError, match="download failed: OSError"):
+        zoo.build("resnet18")
+    assert time.perf_counter() - t < 5
+
+
+def test_cached_weights_are_used_offline(empty_cache, photo):
+    torch.manual_seed(0)
+    empty_cache.mkdir(parents=True)
+    torch.save(
+        zoo.build("resnet18", pretrained=False).state_dict(),
+        empty_cache / zoo.ZOO["resnet18"].filename,
+    )
+    info = registry.model_info("resnet18")
+    assert info.ready and info.input_size == 224 and info.num_classes == 1000
+    res = explain(photo, "resnet18", samples=12, segmentation="grid", n_segments=4, batch_size=4)
+    assert res.settings["model"] == "resnet18" and res.settings["normalize"] == "imagenet"
+    assert res.class_labels[0] == zoo.ZOO["resnet18"].categories[res.target]
+
+
+def test_list_models_reports_readiness(empty_cache):
+    rows = {m.name: m for m in registry.list_models()}
+    assert rows["resnet50"].ready is False and "place resnet50-" in rows["resnet50"].reason
+    assert rows["demo"].kind == "demo"
+
+
+def test_unknown_name_lists_the_alternatives():
+    with pytest.raises(LimecraftError, match=r"unknown model 'resnet9000'.*demo"):
+        registry.load_classifier("resnet9000")
+
+
+# ------------------------------------------------------------------ the user's model files
+
+
+def export(model, path, size=32, dynamic=True):
+    kw = {"dynamic_shapes": {"x": {0: torch.export.Dim("batch", min=1)}}} if dynamic else {}
+    torch.export.save(torch.export.export(model, (torch.rand(2, 3, size, size),), **kw), str(path))
+    return path
+
+
+def test_pt2_with_dynamic_and_static_batch(tmp_path, photo):
+    for dynamic in (True, False):
+        p = export(ChannelMeans(classes=3), tmp_path / f"m{dynamic}.pt2", dynamic=dynamic)
+        clf = registry.load_classifier(str(p), labels=["a", "b", "c"])
+        assert clf.input_size == (32, 32)
+        res = explain(photo, clf, samples=15, segmentation="grid", batch_size=5)
+        assert res.class_labels[0] in ("a", "b", "c")
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_torchscript_file(tmp_path, photo):
+    p = tmp_path / "m.pt"
+    torch.jit.script(ChannelMeans(classes=3)).save(str(p))
+    res = explain(photo, str(p), samples=15, input_size=40, segmentation="grid")
+    assert res.settings["input_size"] == [40, 40]
+
+
+def test_state_dict_with_architecture(tmp_path, photo):
+    torch.manual_seed(0)
+    net = torch.hub.load  # noqa: F841 (only to show no hub call is made below)
+    model = zoo.build("mobilenet_v3_large", pretrained=False)
+    model.classifier[-1] = torch.nn.Linear(model.classifier[-1].in_features, 7)
+    p = tmp_path / "weights.pth"
+    torch.save(model.state_dict(), p)
+    clf = registry.load_classifier(str(p), arch="mobilenet_v3_large", input_size=64)
+    out = clf.predict(photo)
+    assert out.shape == (7,)
+    with pytest.raises(LimecraftError, match="unknown architecture"):
+        registry.load_classifier(str(p), arch="lenet")
+    with pytest.raises(LimecraftError, match="does not fit resnet18"):
+        registry.load_classifier(str(p), arch="resnet18")
+
+
+class _Payload:
+    """Unpickling this runs code: it writes a marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
+
+
+def test_booby_trapped_pickle_is_refused_and_never_runs(tmp_path):
+    marker = tmp_path / "pwned.txt"
+    p = tmp_path / "evil.pth"
+    torch.save({"fc.weight": torch.zeros(2, 3), "trap": _Payload(marker)}, p)
+    with pytest.raises(LimecraftError, match="refused"):
+        registry.load_classifier(str(p), arch="resnet18")
+    # a whole pickled model (torch.save(model)) is refused without --arch too
+    whole = tmp_path / "whole.pt"
+    torch.save(_Payload(marker), whole)
+    with pytest.raises(LimecraftError, match="refused because unpickling can run code"):
+        load_model_file(whole)
+    assert not marker.exists()
+
+
+def test_booby_trapped_pt2_is_refused_and_never_runs(tmp_path):
+    """torch.export.load itself would unpickle a weight marked use_pickle with
+    weights_only=False; LIMEcraft's loader refuses it."""
+    marker = tmp_path / "pwned.txt"
+    good = export(ChannelMeans(classes=2), tmp_path / "good.pt2")
+    evil = tmp_path / "evil.pt2"
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(evil, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith("model_weights_config.json"):
+                cfg = json.loads(data)
+                for entry in cfg["config"].values():
+                    entry["use_pickle"] = True
+                data = json.dumps(cfg).encode()
+            elif "/data/weights/weight_" in info.filename:
+                data = pickle.dumps(_Payload(marker))
+            zout.writestr(info, data)
+    with pytest.raises(LimecraftError, match="refused"):
+        load_model_file(evil)
+    assert not marker.exists()
+
+
+def test_model_file_limits_and_garbage(tmp_path, monkeypatch):
+    empty = tmp_path / "empty.pt2"
+    empty.write_bytes(b"")
+    with pytest.raises(LimecraftError, match="empty"):
+        load_model_file(empty)
+    junk = tmp_path / "junk.pt2"
+    junk.write_bytes(b"PK\x03\x04 nonsense")
+    with pytest.raises(LimecraftError, match=r"torch\.export"):
+        load_model_file(junk)
+    big = export(ChannelMeans(), tmp_path / "big.pt2")
+    monkeypatch.setattr("models.custom.MAX_MODEL_BYTES", 100)
+    with pytest.raises(LimecraftError, match="over the limit"):
+        load_model_file(big)
+
+
+def test_output_shape_is_checked(tmp_path, photo):
+    class Flat(torch.nn.Module):
+        def forward(self, x):
+            return x.mean(dim=(1, 2, 3))
+
+    p = export(Flat(), tmp_path / "flat.pt2")
+    with pytest.raises(ModelError, match=r"shape \(N, C\).*returned shape \(\d+,\)"):
+        explain(photo, str(p), samples=12, segmentation="grid")
+
+
+def test_loaded_models_are_shared(tmp_path):
+    p = export(ChannelMeans(), tmp_path / "m.pt2")
+    a = registry.load_module(str(p))
+    b = registry.load_module(str(p))
+    assert a is b
