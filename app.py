@@ -1,0 +1,40 @@
+"""LIMEcraft, the web app: ``streamlit run app.py``.
+
+Opens on a demo image with the demo model; the Explain page's button works at once.
+"""
+
+import logging
+import os
+
+# Busy-waiting OpenMP threads cost ~8 ms per torch op on small, throttled machines
+# (see README, Performance). Must be set before torch starts its thread pool.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import streamlit as st
+
+from pages import state
+
+st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
+
+app = state.get()
+state.sidebar(app)
+
+pages = [
+    st.Page(
+        "pages/explain_page.py", title="Explain", icon=":material/travel_explore:", default=True
+    ),
+    st.Page("pages/craft.py", title="Craft regions", icon=":material/draw:", url_path="craft"),
+    st.Page(
+        "pages/inspect_page.py", title="Inspect", icon=":material/science:", url_path="inspect"
+    ),
+    st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+]
+try:
+    st.navigation(pages).run()
+except Exception as e:  # a bug must not show a traceback; the session keeps its work
+    logging.getLogger("limecraft").exception("page failed")
+    st.error(
+        f"Something went wrong on this page ({type(e).__name__}: {e}). Your image, regions and "
+        "results are kept: try again, or go to another page.",
+        icon=":material/error:",
+    )

@@ -1,0 +1,1 @@
+"""Offline demo models shipped with LIMEcraft."""

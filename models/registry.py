@@ -1,0 +1,194 @@
+"""The model registry that the engine, the CLI and the app all use.
+
+A *name* is ``demo`` (LIMEcraft's offline demo model) or a torchvision zoo name (``resnet50``,
+...). A *path* is a model file (``.pt2``, TorchScript, or a state_dict with ``arch``). Loaded
+models are cached per process and shared: inference on them is thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from limecraft_core import Classifier, LimecraftError
+
+from . import zoo
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "ModelInfo",
+    "list_models",
+    "load_classifier",
+    "load_module",
+    "model_info",
+]
+
+DEFAULT_MODEL = "demo"
+_LOCK = threading.Lock()
+_MODULES: dict[tuple, torch.nn.Module] = {}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the registry knows about a name, without loading the model.
+
+    Attributes
+    ----------
+    name : str
+    kind : {"demo", "zoo"}
+    input_size : int
+    num_classes : int
+    normalize : {"none", "imagenet"}
+    ready : bool, whether it can run now (weights present)
+    reason : str, why not, and what to do ("" when ready)
+    description : str
+    """
+
+    name: str
+    kind: str
+    input_size: int
+    num_classes: int
+    normalize: str
+    ready: bool
+    reason: str
+    description: str
+
+
+def _demo_info() -> ModelInfo:
+    from . import demo
+
+    ready = demo.WEIGHTS_PATH.exists()
+    return ModelInfo(
+        name="demo",
+        kind="demo",
+        input_size=demo.IMAGE_SIZE,
+        num_classes=len(demo.CLASS_NAMES),
+        normalize="none",
+        ready=ready,
+        reason="" if ready else f"{demo.WEIGHTS_PATH} is missing; run python -m models.train_demo",
+        description="LIMEcraft's shapes classifier with a planted shortcut (offline)",
+    )
+
+
+def _zoo_info(name: str) -> ModelInfo:
+    spec = zoo.ZOO[name]
+    cached = zoo.is_cached(name)
+    if cached:
+        reason = ""
+    else:
+        reason = (
+            f"weights not in the cache: place {spec.filename} in {zoo.weights_path(name).parent}"
+            + ("" if zoo.download_timeout() <= 0 else " (a download will be tried first)")
+        )
+    return ModelInfo(
+        name=name,
+        kind="zoo",
+        input_size=spec.input_size,
+        num_classes=len(spec.categories),
+        normalize="imagenet",
+        ready=cached,
+        reason=reason,
+        description=f"torchvision {name}, ImageNet-1k",
+    )
+
+
+def list_models() -> list[ModelInfo]:
+    """Every registered name, demo first."""
+    return [_demo_info()] + [_zoo_info(n) for n in zoo.ZOO]
+
+
+def model_info(name: str) -> ModelInfo:
+    """Information on one registered name."""
+    if name == "demo":
+        return _demo_info()
+    if name in zoo.ZOO:
+        return _zoo_info(name)
+    raise LimecraftError(
+        f"unknown model {name!r}; registered: {', '.join(m.name for m in list_models())}, "
+        "or give a path to a .pt2 / TorchScript .pt file"
+    )
+
+
+def _is_path(spec: str) -> bool:
+    return any(sep in spec for sep in ("/", "\\")) or Path(spec).suffix.lower() in (
+        ".pt",
+        ".pt2",
+        ".pth",
+        ".ts",
+        ".bin",
+    )
+
+
+def load_module(spec: str, *, arch: str | None = None, pretrained: bool = True) -> torch.nn.Module:
+    """Load (once per process) the module behind a name or a file path."""
+    if _is_path(spec) or arch is not None:
+        p = Path(spec)
+        key: tuple = ("file", str(p.resolve()), p.stat().st_mtime_ns if p.exists() else 0, arch)
+    else:
+        model_info(spec)  # raises for unknown names
+        key = ("name", spec, pretrained)
+    with _LOCK:
+        if key in _MODULES:
+            return _MODULES[key]
+        if key[0] == "file":
+            from .custom import load_model_file
+
+            module = load_model_file(spec, arch=arch)
+        elif spec == "demo":
+            from . import demo
+
+            try:
+                module = demo.load_demo_model()
+            except FileNotFoundError as e:
+                raise LimecraftError(str(e)) from None
+        else:
+            module = zoo.build(spec, pretrained=pretrained)
+        _MODULES[key] = module
+        return module
+
+
+def load_classifier(
+    spec: str,
+    *,
+    input_size: int | None = None,
+    normalize: str | None = None,
+    labels: Sequence[str] | None = None,
+    device: str = "auto",
+    precision: str = "auto",
+    arch: str | None = None,
+    pretrained: bool = True,
+) -> Classifier:
+    """A :class:`~limecraft_core.Classifier` for a registry name or a model file.
+
+    Registry names bring their own input size, normalisation and class names; the keyword
+    arguments override them. Model files default to the size a ``.pt2`` program was traced at
+    (else 224 px), no normalisation, and ``class i`` names.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise LimecraftError("model must be a registry name or a file path")
+    module = load_module(spec, arch=arch, pretrained=pretrained)
+    if _is_path(spec) or arch is not None:
+        size = input_size or getattr(module, "limecraft_input_size", None) or 224
+        norm, names, name = normalize or "none", labels, Path(spec).name
+    elif spec == "demo":
+        from . import demo
+
+        size, norm = input_size or demo.IMAGE_SIZE, normalize or "none"
+        names, name = labels or demo.CLASS_NAMES, "demo"
+    else:
+        zs = zoo.ZOO[spec]
+        size, norm = input_size or zs.input_size, normalize or "imagenet"
+        names, name = labels or zs.categories, spec
+    return Classifier(
+        module,
+        input_size=size,
+        normalize=norm,
+        labels=names,
+        device=device,
+        precision=precision,
+        name=name,
+    )

@@ -1,0 +1,82 @@
+"""Sample images for the app and the docs: demo images and photos that ship with scikit-image.
+
+Nothing is downloaded: the photos are part of the scikit-image package, and the demo images
+are generated deterministically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from limecraft_core import LimecraftError
+
+__all__ = ["SAMPLES", "Sample", "load_sample", "sample_names"]
+
+# scikit-image's bundled photos (skimage.data), all RGB or made RGB here.
+_PHOTOS = ("chelsea", "coffee", "astronaut", "rocket", "hubble_deep_field", "immunohistochemistry")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A sample image and what is known about it.
+
+    Attributes
+    ----------
+    name : str
+    image : (H, W, 3) uint8 ndarray
+    tag_mask : (H, W) bool ndarray or None; the demo tag's pixels
+    note : str; a sentence for the gallery
+    """
+
+    name: str
+    image: np.ndarray
+    tag_mask: np.ndarray | None
+    note: str
+
+
+def _demo(index: int, mode: str) -> Sample:
+    from . import demo
+
+    s = demo.generate(index + 1, seed=2024 if mode == "conflict" else 2023, mode=mode)[index]
+    shape, tag = demo.CLASS_NAMES[s.shape_class], demo.CLASS_NAMES[s.tag_class]
+    note = (
+        f"a {shape} with a {tag} tag: shape and tag disagree"
+        if mode == "conflict"
+        else f"a {shape} with its matching tag"
+    )
+    return Sample(f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note)
+
+
+def sample_names() -> list[str]:
+    """Every sample's name: demo conflict images first (the demo story), then photos."""
+    return (
+        [f"demo-conflict-{i}" for i in range(1, 5)]
+        + [f"demo-aligned-{i}" for i in range(1, 3)]
+        + list(_PHOTOS)
+    )
+
+
+SAMPLES = tuple(sample_names())
+
+
+def load_sample(name: str) -> Sample:
+    """Load a sample by name; see :func:`sample_names`."""
+    if name.startswith("demo-"):
+        _, mode, idx = name.split("-")
+        if mode in ("conflict", "aligned") and idx.isdigit() and int(idx) >= 1:
+            return _demo(int(idx) - 1, mode)
+    if name in _PHOTOS:
+        from skimage import color, data
+
+        img = getattr(data, name)()
+        if img.ndim == 2:
+            img = color.gray2rgb(img)
+        return Sample(
+            name,
+            np.ascontiguousarray(img[..., :3]).astype(np.uint8),
+            None,
+            f"scikit-image's '{name}' photo",
+        )
+    raise LimecraftError(f"unknown sample {name!r}; choose one of {', '.join(SAMPLES)}")

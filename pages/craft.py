@@ -1,0 +1,225 @@
+"""Craft regions: automatic superpixels, regions you draw, regions you upload, merges and splits."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import streamlit as st
+
+import limecraft_core as lc
+from limecraft_core.canvas import mask_from_canvas, region_at, toggle
+from limecraft_core.io import decode_mask
+from pages import state
+
+CANVAS_WIDTH = 480
+DRAW_MODES = {
+    "freehand (a closed stroke is filled)": "freedraw",
+    "polygon (click the first point to close)": "polygon",
+    "rectangle": "rect",
+    "circle": "circle",
+}
+
+
+def superpixel_controls(s: state.AppState) -> None:
+    c1, c2, c3 = st.columns([2, 2, 2])
+    method = c1.selectbox(
+        "Superpixels", lc.METHODS, index=lc.METHODS.index(s.seg.method), key="seg_method"
+    )
+    n = c2.slider("Target number of regions", 4, 300, s.seg.n_segments, key="seg_n")
+    outer = c3.radio(
+        "Outside your regions",
+        ["segment", "one"],
+        key="seg_outer",
+        index=0 if s.seg.outer == "segment" else 1,
+        horizontal=True,
+        format_func=lambda v: "superpixels" if v == "segment" else "one background region",
+    )
+    if (method, n, outer) != (s.seg.method, s.seg.n_segments, s.seg.outer):
+        s.seg = state.SegSettings(method, int(n), outer)
+        s.selected, s.restored = frozenset(), None
+
+
+def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> None:
+    mask = mask_from_canvas(image_data, s.image.shape[:2])
+    if not mask.any():
+        state.error("Nothing is drawn yet: draw a shape on the image first.")
+        return
+    name = st.session_state.get("new_region_name", "").strip() or f"region {len(s.hand) + 1}"
+    colour = state.REGION_COLOURS[len(s.hand) % len(state.REGION_COLOURS)]
+    s.hand.append(state.HandRegion(name=name, mask=mask, colour=colour))
+    s.canvas_version += 1  # a fresh, empty canvas for the next region
+    s.selected, s.restored = frozenset(), None
+
+
+def drawing(s: state.AppState) -> None:
+    from streamlit_drawable_canvas import st_canvas  # only inside a running app (import gotcha)
+
+    h, w = s.image.shape[:2]
+    width = CANVAS_WIDTH if w >= h else max(200, round(CANVAS_WIDTH * w / h))
+    height = max(1, round(width * h / w))
+    c1, c2 = st.columns([3, 2])
+    mode = c1.selectbox("Drawing tool", list(DRAW_MODES), key="draw_mode")
+    c2.text_input(
+        "Name of the next region", key="new_region_name", placeholder=f"region {len(s.hand) + 1}"
+    )
+    st.caption(
+        "Draw one region (several strokes are fine), then press **Add as region**. "
+        "The canvas toolbar (on hover) has undo and clear."
+    )
+    st.write("")  # room for the canvas's floating toolbar
+    result = st_canvas(
+        fill_color="rgba(255, 165, 0, 0.35)",
+        stroke_width=3,
+        stroke_color="#ff8c00",
+        background_image=state.jpeg_bytes(s.image, width),
+        height=height,
+        width=width,
+        drawing_mode=DRAW_MODES[mode],
+        return_image_data=True,
+        key=f"canvas-{s.canvas_version}",
+    )
+    data = result.image_data if result is not None else None
+    if st.button("Add as region", key="add_region", type="primary"):
+        _add_drawn(s, data)
+        st.rerun()
+
+
+def upload_masks(s: state.AppState) -> None:
+    up = st.file_uploader(
+        "Upload a mask (PNG: each non-zero value or non-black colour is one region)",
+        type=["png"],
+        key="mask_upload",
+    )
+    if up is not None and st.button("Add the mask's regions", key="add_mask"):
+        try:
+            lab = decode_mask(up.getvalue(), f"'{up.name}'")
+            masks = lc.masks_from_label_image(lab)
+            if lab.shape != s.image.shape[:2]:
+                raise lc.LimecraftError(
+                    f"the mask is {lab.shape[1]}x{lab.shape[0]} but the image is "
+                    f"{s.image.shape[1]}x{s.image.shape[0]}; a mask must have the image's size"
+                )
+            if not masks:
+                raise lc.LimecraftError("the mask has no non-zero pixels, so no region")
+        except lc.LimecraftError as e:
+            state.error(f"That mask was not used: {e}")
+            return
+        for m in masks:
+            colour = state.REGION_COLOURS[len(s.hand) % len(state.REGION_COLOURS)]
+            s.hand.append(
+                state.HandRegion(name=f"{up.name} {len(s.hand) + 1}", mask=m, colour=colour)
+            )
+        s.restored = None
+        st.rerun()
+
+
+def region_list(s: state.AppState) -> None:
+    if not s.hand:
+        st.caption("No handcrafted regions yet.")
+        return
+    if s.tag_mask is not None:
+        st.caption(
+            "Tip: this demo image's tag is in a corner; draw around it to see what the model uses."
+        )
+    for i, h in enumerate(list(s.hand)):
+        c0, c1, c2, c3 = st.columns([0.3, 3, 2, 1])
+        c0.markdown(
+            f"<div style='width:18px;height:18px;margin-top:32px;background:{h.colour};"
+            "border-radius:3px'></div>",
+            unsafe_allow_html=True,
+        )
+        name = c1.text_input("Name", h.name, key=f"hname-{h.uid}")
+        inner = c2.number_input(
+            "Pieces inside (1: one feature)", 1, 50, h.inner, key=f"hinner-{h.uid}"
+        )
+        if name != h.name or inner != h.inner:
+            h.name, h.inner = name, int(inner)
+            s.restored = None
+        if c3.button("Delete", key=f"hdel-{h.uid}"):
+            s.hand.pop(i)
+            s.merges, s.selected = [], frozenset()
+            st.rerun()
+
+
+def _on_pick(s: state.AppState, labels: np.ndarray, keys: tuple[str, ...]) -> None:
+    c = st.session_state.get("pick")
+    if not c:
+        return
+    region = region_at(labels, c["x"], c["y"], c["width"], c["height"])
+    s.selected = toggle(s.selected, keys[region])
+
+
+def selection(s: state.AppState, reg: lc.Regions) -> None:
+    from streamlit_image_coordinates import streamlit_image_coordinates
+
+    labels = reg.labels
+    picture = lc.region_map(s.image, labels, alpha=0.25)
+    chosen = [reg.index_of(k) for k in s.selected if k in reg.keys]
+    if chosen:
+        m = np.isin(labels, chosen)
+        picture[m] = (0.4 * picture[m] + 0.6 * np.array([255, 255, 255])).astype(np.uint8)
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        streamlit_image_coordinates(
+            state.label_ids(picture, labels, CANVAS_WIDTH),
+            key="pick",
+            on_click=functools.partial(_on_pick, s, labels, reg.keys),
+            cursor="crosshair",
+        )
+        st.caption(
+            f"{reg.n_regions} regions; the ids match the results table. Click regions to "
+            "select them (white); click again to deselect."
+        )
+    right.markdown(f"**Selected:** {', '.join(str(i) for i in sorted(chosen)) or 'none'}")
+    name = right.text_input(
+        "Name for the merged region", key="merge_name", placeholder="merged region"
+    )
+    c2, c3 = right.columns(2)
+    if c2.button(f"Merge selected ({len(chosen)})", key="merge", disabled=len(chosen) < 2):
+        merged = lc.merge_regions(reg, chosen, name=name.strip() or None)
+        ys, xs = np.nonzero(labels == chosen[0])
+        new_key = merged.keys[merged.labels[ys[0], xs[0]]]
+        if s.restored is not None:  # merging on a restored map: keep working on that map
+            s.restored = merged
+        else:
+            s.merges.append((tuple(reg.keys[i] for i in chosen), name.strip() or "merged", new_key))
+        s.selected = frozenset()
+        st.rerun()
+    if c3.button("Clear selection", key="clear_sel", disabled=not chosen):
+        s.selected = frozenset()
+        st.rerun()
+    merged_ids = [i for i, g in enumerate(reg.groups) if len(g) > 1]
+    if merged_ids:
+        target = right.selectbox(
+            "Merged region to split back",
+            merged_ids,
+            key="split_pick",
+            format_func=lambda i: f"{i} {reg.names[i]}",
+        )
+        if right.button("Split", key="split"):
+            key = reg.keys[target]
+            if s.restored is not None:
+                s.restored = lc.split_region(reg, target)
+            s.merges = [m for m in s.merges if m[2] != key]
+            st.rerun()
+
+
+s = state.get()
+st.title("Craft regions")
+st.caption(
+    "The explanation is made of these regions. Draw the parts that mean something to you; "
+    "the rest is covered by automatic superpixels."
+)
+superpixel_controls(s)
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Draw a region")
+    drawing(s)
+with right:
+    st.subheader("Your regions")
+    region_list(s)
+    upload_masks(s)
+st.divider()
+st.subheader("Region map: click to select, then merge")
+selection(s, state.regions(s))

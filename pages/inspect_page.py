@@ -1,0 +1,178 @@
+"""Inspect: edit a region (colour, move, rotate, scale, blur, remove) and watch the prediction move."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import limecraft_core as lc
+from limecraft_core.edits import Edit, apply_edit, apply_edits
+from pages import state
+from pages.views import results
+
+KINDS = {
+    "colour": "color",
+    "move": "move",
+    "rotate": "rotate",
+    "scale": "scale",
+    "blur": "blur",
+    "remove": "remove",
+}
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def edited(image: np.ndarray, labels: np.ndarray, edits: tuple[Edit, ...]):
+    return apply_edits(image, labels, list(edits))
+
+
+def edit_controls(region: int, h: int, w: int) -> Edit:
+    """The pending edit from the controls (defaults: no change)."""
+    kind = KINDS[st.radio("Edit", list(KINDS), horizontal=True, key="edit_kind")]
+    c1, c2 = st.columns(2)
+    p: dict = {}
+    if kind == "color":
+        p["hue"] = c1.slider("Hue (degrees)", -180, 180, 0, key="e_hue")
+        p["saturation"] = c2.slider("Saturation ×", 0.0, 3.0, 1.0, 0.05, key="e_sat")
+        p["brightness"] = c1.slider("Brightness ×", 0.0, 3.0, 1.0, 0.05, key="e_bri")
+        r = c2.slider("Red shift", -1.0, 1.0, 0.0, 0.05, key="e_r")
+        g = c2.slider("Green shift", -1.0, 1.0, 0.0, 0.05, key="e_g")
+        b = c2.slider("Blue shift", -1.0, 1.0, 0.0, 0.05, key="e_b")
+        p["rgb_shift"] = (r, g, b)
+    elif kind == "move":
+        p["dx"] = c1.slider("Right (px)", -w, w, 0, key="e_dx")
+        p["dy"] = c2.slider("Down (px)", -h, h, 0, key="e_dy")
+    elif kind == "rotate":
+        p["angle"] = c1.slider("Angle (degrees, counter-clockwise)", -180, 180, 0, key="e_angle")
+    elif kind == "scale":
+        p["factor"] = c1.slider("Scale ×", 0.2, 3.0, 1.0, 0.05, key="e_factor")
+    elif kind == "blur":
+        p["sigma"] = c1.slider("Blur sigma (px)", 0.0, 20.0, 4.0, 0.5, key="e_sigma")
+    if kind in ("move", "rotate", "scale", "remove"):
+        p["fill"] = c2.selectbox(
+            "The hole shows", ["inpaint", "mean", "gray", "black"], key="e_fill"
+        )
+    return Edit(kind=kind, region=region, **p)
+
+
+def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -> None:
+    order = list(np.argsort(-before)[:5])
+    for i in np.argsort(-after)[:5]:
+        if i not in order:
+            order.append(i)
+    names = [state.class_label(s, int(i)) for i in order]
+    a, b = st.columns([3, 2])
+    a.dataframe(
+        {
+            "class": names,
+            "original": [float(before[i]) for i in order],
+            "edited": [float(after[i]) for i in order],
+            "change": [float(after[i] - before[i]) for i in order],
+        },
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "original": st.column_config.NumberColumn(format="%.4f"),
+            "edited": st.column_config.NumberColumn(format="%.4f"),
+            "change": st.column_config.NumberColumn(format="%+.4f"),
+        },
+    )
+    b.bar_chart(
+        {
+            "class": names * 2,
+            "probability": [float(before[i]) for i in order] + [float(after[i]) for i in order],
+            "image": ["original"] * len(order) + ["edited"] * len(order),
+        },
+        x="class",
+        y="probability",
+        color="image",
+        stack=False,
+        height=260,
+    )
+
+
+s = state.get()
+st.title("Inspect")
+st.caption(
+    "Change one region and watch the prediction move: this is how a shortcut or a bias is caught."
+)
+if state.ready_classifier(s) is None:
+    st.stop()
+reg = state.regions(s)
+base = edited(s.image, reg.labels, tuple(s.edits))
+names = reg.names if not s.edits else tuple("" for _ in range(int(base.labels.max()) + 1))
+k = int(base.labels.max()) + 1
+c1, c2 = st.columns([1, 1], gap="large")
+with c1:
+    region = st.selectbox(
+        "Region",
+        list(range(k)),
+        key="edit_region",
+        format_func=lambda i: f"{i} {names[i]}".strip() if i < len(names) else str(i),
+    )
+    pending = edit_controls(int(region), *s.image.shape[:2])
+    try:
+        preview = apply_edit(base.image, base.labels, pending)
+    except lc.LimecraftError as e:
+        state.error(str(e))
+        st.stop()
+    b1, b2, b3 = st.columns(3)
+    if b1.button("Apply edit", type="primary", key="apply_edit"):
+        s.edits.append(pending)
+        st.rerun()
+    if b2.button("Undo", key="undo_edit", disabled=not s.edits):
+        s.edits.pop()
+        st.rerun()
+    if b3.button("Reset", key="reset_edits", disabled=not s.edits):
+        s.edits = []
+        st.rerun()
+    if s.edits:
+        st.markdown(
+            "**Applied edits**\n"
+            + "\n".join(f"{i + 1}. {e.describe()}" for i, e in enumerate(s.edits))
+        )
+with c2:
+    a, b = st.columns(2)
+    mark = lc.boundaries(base.image, (base.labels == region).astype(np.int32), color=(1, 0.5, 0))
+    a.image(
+        state.to_display(mark, 280),
+        caption="before this edit (region outlined)" if s.edits else "original (region outlined)",
+    )
+    edited_outline = (
+        lc.boundaries(
+            preview.image, (preview.labels == preview.region).astype(np.int32), color=(1, 0.5, 0)
+        )
+        if preview.region >= 0
+        else preview.image
+    )
+    b.image(state.to_display(edited_outline, 280), caption="edited (region mask moves with it)")
+before = state.predict(s, s.image)
+after = state.predict(s, preview.image)
+if before is not None and after is not None:
+    st.subheader("Prediction: original and edited")
+    prediction_table(s, before, after)
+
+st.divider()
+st.subheader("Re-explain the edited image")
+st.caption("The edited region's mask is moved, rotated and scaled along with the object.")
+if st.button("Explain the edited image", key="explain_edited"):
+    try:
+        edited_regions = lc.regions_from_labels(preview.labels)
+        st.session_state["edited_explanation"] = (
+            preview.image,
+            state.run_explain(
+                preview.image,
+                edited_regions,
+                s.model_name,
+                s.settings,
+                "Explaining the edited image",
+            ),
+        )
+    except (lc.LimecraftError, lc.ModelError) as e:
+        state.error(f"Explain failed: {e}")
+got = st.session_state.get("edited_explanation")
+if got is not None:
+    img, ex = got
+    if img.shape == preview.image.shape and np.array_equal(img, preview.image):
+        results(s, ex, key="edited", image=img)
+    else:
+        st.info("The edits changed since that explanation; press the button again.")

@@ -1,0 +1,104 @@
+"""The demo model and its planted shortcut, and LIMEcraft finding it (issue: offline demo model)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from limecraft_core import explain
+from limecraft_core.cli import main
+from models import demo, registry
+from models.samples import load_sample, sample_names
+
+
+@pytest.fixture(scope="module")
+def model():
+    return demo.load_demo_model()
+
+
+def predict(model, samples):
+    x = torch.from_numpy(np.stack([s.image for s in samples]).transpose(0, 3, 1, 2) / 255.0).float()
+    with torch.inference_mode():
+        return model(x).argmax(1).numpy()
+
+
+def test_data_is_deterministic_and_tags_are_where_the_mask_says():
+    a = demo.generate(5, seed=3, mode="conflict")
+    b = demo.generate(5, seed=3, mode="conflict")
+    c = demo.generate(5, seed=4, mode="conflict")
+    assert all(np.array_equal(x.image, y.image) for x, y in zip(a, b, strict=True))
+    assert not np.array_equal(a[0].image, c[0].image)
+    for s in a:
+        assert s.image.shape == (128, 128, 3) and s.image.dtype == np.uint8
+        assert s.tag_mask.dtype == bool and 100 <= s.tag_mask.sum() <= 400
+        assert s.tag_class != s.shape_class
+        # the tag's fill colour is its class colour
+        inner = s.image[s.tag_mask].astype(int)
+        colour = np.array(demo.TAG_COLOURS[s.tag_class])
+        assert (np.abs(inner - colour).max(axis=1) < 30).mean() > 0.4
+    assert all(s.tag_class == s.shape_class for s in demo.generate(20, seed=5, mode="aligned"))
+
+
+def test_shipped_weights_are_small_and_accurate_on_fresh_aligned_images(model):
+    assert demo.WEIGHTS_PATH.stat().st_size < 5 * 2**20
+    samples = demo.generate(400, seed=777, mode="aligned")
+    acc = (predict(model, samples) == [s.shape_class for s in samples]).mean()
+    assert acc >= 0.95, acc
+
+
+def test_the_model_follows_the_tag_on_conflict_images(model):
+    samples = demo.generate(400, seed=778, mode="conflict")
+    follows = (predict(model, samples) == [s.tag_class for s in samples]).mean()
+    assert follows >= 0.70, follows
+
+
+@pytest.mark.slow
+def test_lime_with_the_tag_as_a_handcrafted_region_ranks_it_first(model):
+    samples = demo.generate(20, seed=779, mode="conflict")
+    hits = 0
+    for s in samples:
+        res = explain(s.image, "demo", regions_mask=s.tag_mask, samples=500, seed=0,
+                      compute_deltas=False)
+        assert res.region_keys[0] == "hand:0"
+        hits += int(np.argmax(res.weights) == 0)
+    assert hits / len(samples) >= 0.9, hits
+
+
+def test_explain_by_name_and_cli_work_offline(tmp_path):
+    s = demo.generate(1, seed=780, mode="conflict")[0]
+    res = explain(s.image, "demo", samples=60, segmentation="slic", n_segments=20)
+    assert res.settings["model"] == "demo" and res.class_labels[0] in demo.CLASS_NAMES
+    img = tmp_path / "d.png"
+    Image.fromarray(s.image).save(img)
+    assert main(["explain", str(img), "--model", "demo", "--out", str(tmp_path / "o"),
+                 "--samples", "60", "--quiet"]) == 0
+    assert (tmp_path / "o" / "overlay.png").exists()
+
+
+def test_demo_data_command_writes_images_masks_and_labels(tmp_path):
+    out = tmp_path / "demo"
+    assert main(["demo-data", "--out", str(out), "--count", "3", "--conflict", "--seed", "9"]) == 0
+    entries = json.loads((out / "labels.json").read_text())
+    assert len(entries) == 3
+    for e in entries:
+        img = np.asarray(Image.open(out / e["file"]))
+        tag = np.asarray(Image.open(out / e["tag_mask"])) > 0
+        assert img.shape == (128, 128, 3) and tag.shape == (128, 128) and tag.any()
+        assert set(e) >= {"file", "tag_mask", "shape_class", "tag_class"}
+        assert e["shape_class"] != e["tag_class"]
+
+
+def test_registry_lists_demo_as_ready():
+    info = registry.model_info("demo")
+    assert info.ready and info.input_size == 128 and info.num_classes == 4
+
+
+def test_samples_are_demo_images_and_bundled_photos():
+    names = sample_names()
+    assert names[0].startswith("demo-conflict") and "chelsea" in names
+    for n in (names[0], "chelsea", "astronaut"):
+        s = load_sample(n)
+        assert s.image.ndim == 3 and s.image.dtype == np.uint8
+    assert load_sample(names[0]).tag_mask is not None
