@@ -12,7 +12,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
-from pages import state
+from pages.lib import state
 
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
 
@@ -21,13 +21,13 @@ state.sidebar(app)
 
 pages = [
     st.Page(
-        "pages/explain_page.py", title="Explain", icon=":material/travel_explore:", default=True
+        "pages/app_pages/explain.py", title="Explain", icon=":material/travel_explore:", default=True
     ),
-    st.Page("pages/craft.py", title="Craft regions", icon=":material/draw:", url_path="craft"),
+    st.Page("pages/app_pages/craft.py", title="Craft regions", icon=":material/draw:", url_path="craft"),
     st.Page(
-        "pages/inspect_page.py", title="Inspect", icon=":material/science:", url_path="inspect"
+        "pages/app_pages/inspect.py", title="Inspect", icon=":material/science:", url_path="inspect"
     ),
-    st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    st.Page("pages/app_pages/export.py", title="Export", icon=":material/download:", url_path="export"),
 ]
 try:
     st.navigation(pages).run()

@@ -30,3 +30,94 @@ def photo() -> np.ndarray:
     from skimage import data, transform
 
     return (transform.resize(data.chelsea(), (96, 128), anti_aliasing=True) * 255).astype(np.uint8)
+
+
+# ----------------------------------------------------------------------------- browser tests
+
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(extra_env: dict | None = None, timeout: float = 90):
+    """Start ``streamlit run app.py`` on a free loopback port; returns (process, url, log path)."""
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / f"streamlit-{port}.log"
+    log = open(log_path, "w")  # noqa: SIM115 (closed in stop_app)
+    env = {**os.environ, **(extra_env or {})}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + timeout
+    while True:
+        if proc.poll() is not None:
+            log.close()
+            raise RuntimeError(f"streamlit exited; see {log_path}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200 and r.read() == b"ok":
+                    proc.log_file = log
+                    return proc, url, log_path
+        except OSError:
+            pass
+        if time.time() > deadline:
+            proc.kill()
+            log.close()
+            raise RuntimeError(f"no /_stcore/health within {timeout} s; see {log_path}")
+        time.sleep(0.3)
+
+
+def stop_app(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    proc.log_file.close()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    proc, url, _ = start_app()
+    yield url
+    stop_app(proc)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    # Debian's Chromium, never a downloaded build. Missing Chromium skips the browser tests
+    # with a reason, except in CI, where it is a failure (.ci/run installs it).
+    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"Chromium is missing at {CHROMIUM}; .ci/run must install it")
+        pytest.skip(f"Chromium is missing at {CHROMIUM} (apt-get install chromium)")
+    return {
+        **browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
+        "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking"],
+    }
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1100}, "accept_downloads": True}

@@ -244,7 +244,8 @@ def run_explain(
         return cached
     clf = classifier(model_name)
     bar = st.progress(0.0, text=f"{status_label}: starting…")
-    st.button("Cancel", key=f"cancel-{status_label}", help="Stops after the current batch")
+    cancel_slot = st.empty()
+    cancel_slot.button("Cancel", key=f"cancel-{status_label}", help="Stops after the current batch")
     t0 = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -271,6 +272,7 @@ def run_explain(
         progress=progress,
     )
     bar.empty()
+    cancel_slot.empty()
     explanation_cache().put(key, ex)
     return ex
 

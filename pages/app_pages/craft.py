@@ -10,7 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.canvas import mask_from_canvas, region_at, toggle
 from limecraft_core.io import decode_mask
-from pages import state
+from pages.lib import state
 
 CANVAS_WIDTH = 480
 DRAW_MODES = {

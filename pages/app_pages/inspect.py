@@ -7,8 +7,8 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
-from pages import state
-from pages.views import results
+from pages.lib import state
+from pages.lib.views import results
 
 KINDS = {
     "colour": "color",
@@ -54,12 +54,43 @@ def edit_controls(region: int, h: int, w: int) -> Edit:
     return Edit(kind=kind, region=region, **p)
 
 
+_EDIT_WIDGETS = ("e_hue", "e_sat", "e_bri", "e_r", "e_g", "e_b", "e_dx", "e_dy", "e_angle", "e_factor", "e_sigma")
+
+
+def _clear_edit_widgets() -> None:
+    for key in _EDIT_WIDGETS:  # the next edit starts from "no change"
+        st.session_state.pop(key, None)
+
+
+def _apply(s: state.AppState, pending: Edit) -> None:
+    s.edits.append(pending)
+    _clear_edit_widgets()
+
+
+def _undo(s: state.AppState) -> None:
+    if s.edits:
+        s.edits.pop()
+
+
+def _reset(s: state.AppState) -> None:
+    s.edits = []
+    _clear_edit_widgets()
+
+
 def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -> None:
     order = list(np.argsort(-before)[:5])
     for i in np.argsort(-after)[:5]:
         if i not in order:
             order.append(i)
     names = [state.class_label(s, int(i)) for i in order]
+    top = int(order[0])
+    d = float(after[top] - before[top])
+    new_top = int(np.argmax(after))
+    st.markdown(
+        f"Top class: **{names[0]}** {before[top]:.3f} → {after[top]:.3f} ({d:+.3f})"
+        + ("" if new_top == top else f"; the edited image is now **{state.class_label(s, new_top)}**"
+           f" ({after[new_top]:.3f})")
+    )
     a, b = st.columns([3, 2])
     a.dataframe(
         {
@@ -116,15 +147,9 @@ with c1:
         state.error(str(e))
         st.stop()
     b1, b2, b3 = st.columns(3)
-    if b1.button("Apply edit", type="primary", key="apply_edit"):
-        s.edits.append(pending)
-        st.rerun()
-    if b2.button("Undo", key="undo_edit", disabled=not s.edits):
-        s.edits.pop()
-        st.rerun()
-    if b3.button("Reset", key="reset_edits", disabled=not s.edits):
-        s.edits = []
-        st.rerun()
+    b1.button("Apply edit", type="primary", key="apply_edit", on_click=_apply, args=(s, pending))
+    b2.button("Undo", key="undo_edit", disabled=not s.edits, on_click=_undo, args=(s,))
+    b3.button("Reset", key="reset_edits", disabled=not s.edits, on_click=_reset, args=(s,))
     if s.edits:
         st.markdown(
             "**Applied edits**\n"

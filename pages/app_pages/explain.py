@@ -6,8 +6,8 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from pages import state
-from pages.views import explain_controls, results
+from pages.lib import state
+from pages.lib.views import explain_controls, results
 
 s = state.get()
 st.title("LIMEcraft")

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from pages import state
+from pages.lib import state
 
 LOW_R2 = 0.5
 
@@ -167,9 +167,11 @@ def results(
             {
                 "region": [f"{j} {rows[j]['name']}".strip() for j in top],
                 "weight": [float(weights[j]) for j in top],
+                "effect": ["for the class" if weights[j] > 0 else "against" for j in top],
             },
             x="region",
             y="weight",
+            color="effect",
             horizontal=True,
             height=320,
             sort=False,

@@ -9,7 +9,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.report import html_report, regions_csv
-from pages import state
+from pages.lib import state
 
 MAX_JSON_BYTES = 100 * 2**20
 

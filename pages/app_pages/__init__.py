@@ -1,0 +1,1 @@
+"""The app's page scripts, listed by app.py through st.navigation."""
