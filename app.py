@@ -21,13 +21,20 @@ state.sidebar(app)
 
 pages = [
     st.Page(
-        "pages/app_pages/explain.py", title="Explain", icon=":material/travel_explore:", default=True
+        "pages/app_pages/explain.py",
+        title="Explain",
+        icon=":material/travel_explore:",
+        default=True,
     ),
-    st.Page("pages/app_pages/craft.py", title="Craft regions", icon=":material/draw:", url_path="craft"),
+    st.Page(
+        "pages/app_pages/craft.py", title="Craft regions", icon=":material/draw:", url_path="craft"
+    ),
     st.Page(
         "pages/app_pages/inspect.py", title="Inspect", icon=":material/science:", url_path="inspect"
     ),
-    st.Page("pages/app_pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    st.Page(
+        "pages/app_pages/export.py", title="Export", icon=":material/download:", url_path="export"
+    ),
 ]
 try:
     st.navigation(pages).run()

@@ -61,10 +61,25 @@ def start_app(extra_env: dict | None = None, timeout: float = 90):
     log = open(log_path, "w")  # noqa: SIM115 (closed in stop_app)
     env = {**os.environ, **(extra_env or {})}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + timeout
@@ -112,12 +127,22 @@ def browser_type_launch_args(browser_type_launch_args):
             pytest.fail(f"Chromium is missing at {CHROMIUM}; .ci/run must install it")
         pytest.skip(f"Chromium is missing at {CHROMIUM} (apt-get install chromium)")
     return {
-        **browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
-        "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking"],
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "headless": True,
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+        ],
     }
 
 
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": 1400, "height": 1100}, "accept_downloads": True}
+    return {
+        **browser_context_args,
+        "viewport": {"width": 1400, "height": 1100},
+        "accept_downloads": True,
+    }

@@ -59,8 +59,9 @@ def test_lime_with_the_tag_as_a_handcrafted_region_ranks_it_first(model):
     samples = demo.generate(20, seed=779, mode="conflict")
     hits = 0
     for s in samples:
-        res = explain(s.image, "demo", regions_mask=s.tag_mask, samples=500, seed=0,
-                      compute_deltas=False)
+        res = explain(
+            s.image, "demo", regions_mask=s.tag_mask, samples=500, seed=0, compute_deltas=False
+        )
         assert res.region_keys[0] == "hand:0"
         hits += int(np.argmax(res.weights) == 0)
     assert hits / len(samples) >= 0.9, hits
@@ -72,8 +73,22 @@ def test_explain_by_name_and_cli_work_offline(tmp_path):
     assert res.settings["model"] == "demo" and res.class_labels[0] in demo.CLASS_NAMES
     img = tmp_path / "d.png"
     Image.fromarray(s.image).save(img)
-    assert main(["explain", str(img), "--model", "demo", "--out", str(tmp_path / "o"),
-                 "--samples", "60", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "explain",
+                str(img),
+                "--model",
+                "demo",
+                "--out",
+                str(tmp_path / "o"),
+                "--samples",
+                "60",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "o" / "overlay.png").exists()
 
 

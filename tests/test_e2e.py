@@ -23,7 +23,9 @@ def shot(page, name: str) -> None:
 
 def goto_page(page, title: str) -> None:
     page.get_by_role("link", name=title).click()
-    page.wait_for_selector(f"h1:has-text('{title if title != 'Explain' else 'LIMEcraft'}')", timeout=30000)
+    page.wait_for_selector(
+        f"h1:has-text('{title if title != 'Explain' else 'LIMEcraft'}')", timeout=30000
+    )
 
 
 def wait_idle(page, timeout: int = 60000) -> None:
@@ -112,7 +114,9 @@ def test_the_whole_analyst_flow(page, app_url):
         slider.press("ArrowLeft")
     page.wait_for_function(
         "() => [...document.querySelectorAll('p')].some(p => p.innerText.startsWith('Top class:')"
-        " && !p.innerText.includes('(+0.000)'))", timeout=60000)
+        " && !p.innerText.includes('(+0.000)'))",
+        timeout=60000,
+    )
     text = summary.inner_text()
     change = float(re.search(r"\(([+-][0-9.]+)\)", text).group(1))
     assert abs(change) > 1e-3, text

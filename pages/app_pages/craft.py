@@ -49,6 +49,7 @@ def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> None:
     colour = state.REGION_COLOURS[len(s.hand) % len(state.REGION_COLOURS)]
     s.hand.append(state.HandRegion(name=name, mask=mask, colour=colour))
     s.canvas_version += 1  # a fresh, empty canvas for the next region
+    st.session_state["_clear_region_name"] = True
     s.selected, s.restored = frozenset(), None
 
 
@@ -58,6 +59,8 @@ def drawing(s: state.AppState) -> None:
     h, w = s.image.shape[:2]
     width = CANVAS_WIDTH if w >= h else max(200, round(CANVAS_WIDTH * w / h))
     height = max(1, round(width * h / w))
+    if st.session_state.pop("_clear_region_name", False):
+        st.session_state["new_region_name"] = ""  # allowed: the input is not drawn yet this run
     c1, c2 = st.columns([3, 2])
     mode = c1.selectbox("Drawing tool", list(DRAW_MODES), key="draw_mode")
     c2.text_input(
@@ -123,20 +126,15 @@ def region_list(s: state.AppState) -> None:
             "Tip: this demo image's tag is in a corner; draw around it to see what the model uses."
         )
     for i, h in enumerate(list(s.hand)):
-        c0, c1, c2, c3 = st.columns([0.3, 3, 2, 1])
-        c0.markdown(
-            f"<div style='width:18px;height:18px;margin-top:32px;background:{h.colour};"
-            "border-radius:3px'></div>",
-            unsafe_allow_html=True,
-        )
-        name = c1.text_input("Name", h.name, key=f"hname-{h.uid}")
+        c1, c2, c3 = st.columns([3, 2, 0.8], vertical_alignment="bottom")
+        name = c1.text_input(f"Region {i + 1} name", h.name, key=f"hname-{h.uid}", max_chars=80)
         inner = c2.number_input(
             "Pieces inside (1: one feature)", 1, 50, h.inner, key=f"hinner-{h.uid}"
         )
         if name != h.name or inner != h.inner:
             h.name, h.inner = name, int(inner)
             s.restored = None
-        if c3.button("Delete", key=f"hdel-{h.uid}"):
+        if c3.button("", icon=":material/delete:", key=f"hdel-{h.uid}", help=f"Delete {h.name}"):
             s.hand.pop(i)
             s.merges, s.selected = [], frozenset()
             st.rerun()
@@ -166,6 +164,8 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
             key="pick",
             on_click=functools.partial(_on_pick, s, labels, reg.keys),
             cursor="crosshair",
+            image_format="JPEG",
+            jpeg_quality=90,
         )
         st.caption(
             f"{reg.n_regions} regions; the ids match the results table. Click regions to "

@@ -54,7 +54,19 @@ def edit_controls(region: int, h: int, w: int) -> Edit:
     return Edit(kind=kind, region=region, **p)
 
 
-_EDIT_WIDGETS = ("e_hue", "e_sat", "e_bri", "e_r", "e_g", "e_b", "e_dx", "e_dy", "e_angle", "e_factor", "e_sigma")
+_EDIT_WIDGETS = (
+    "e_hue",
+    "e_sat",
+    "e_bri",
+    "e_r",
+    "e_g",
+    "e_b",
+    "e_dx",
+    "e_dy",
+    "e_angle",
+    "e_factor",
+    "e_sigma",
+)
 
 
 def _clear_edit_widgets() -> None:
@@ -88,8 +100,12 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
     new_top = int(np.argmax(after))
     st.markdown(
         f"Top class: **{names[0]}** {before[top]:.3f} → {after[top]:.3f} ({d:+.3f})"
-        + ("" if new_top == top else f"; the edited image is now **{state.class_label(s, new_top)}**"
-           f" ({after[new_top]:.3f})")
+        + (
+            ""
+            if new_top == top
+            else f"; the edited image is now **{state.class_label(s, new_top)}**"
+            f" ({after[new_top]:.3f})"
+        )
     )
     a, b = st.columns([3, 2])
     a.dataframe(

@@ -142,7 +142,13 @@ def classifier(name: str) -> lc.Classifier:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def segment(image: np.ndarray, method: str, n_segments: int) -> np.ndarray:
-    return lc.segment(image, method, n_segments)
+    return lc.segment(image, method, n_segments, working_size=working_size(method))
+
+
+def working_size(method: str) -> int:
+    """The app segments at most at this size so previews answer within 0.5 s: quickshift and
+    felzenszwalb cost grows with the square of the area (labels are scaled back up)."""
+    return {"quickshift": 192, "felzenszwalb": 192}.get(method, 512)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -165,6 +171,7 @@ def compose(
         inner_method="slic",
         outer_segments=1 if outer == "one" else n_segments,
         outer_method=method,
+        working_size=working_size(method),
     )
 
 

@@ -1,0 +1,169 @@
+"""The app under Streamlit's AppTest: open, upload, settings, Explain, pages, errors.
+
+Custom components (the canvas, click-to-select) do not run under AppTest; their logic lives in
+limecraft_core.canvas (tested in test_canvas.py) and their effect is injected into the state here.
+"""
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+
+from models.samples import load_sample, sample_names
+
+pytestmark = pytest.mark.slow
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+CRAFT = "pages/app_pages/craft.py"
+INSPECT = "pages/app_pages/inspect.py"
+EXPORT = "pages/app_pages/export.py"
+
+
+def png(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(a).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def at():
+    app = AppTest.from_file(APP, default_timeout=120)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def state(at):
+    return at.session_state["app"]
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_opens_on_a_sample_with_the_demo_model(at):
+    assert at.title[0].value == "LIMEcraft"
+    assert state(at).image_name == sample_names()[0]
+    assert state(at).model_name == "demo"
+    assert button(at, "Explain")
+    # the model's top-5 shows at once, in the sidebar
+    assert any("top-5" in m.value for m in at.sidebar.markdown)
+
+
+def test_explain_works_at_once(at):
+    button(at, "Explain").click().run()
+    assert not at.exception
+    ex = state(at).explanation
+    assert ex is not None and ex.settings["samples"] == 1000 and ex.settings["model"] == "demo"
+    assert any("Explained" in s.value for s in at.success)
+    assert any("surrogate fidelity" in m.value for m in at.markdown)
+
+
+def test_settings_reach_the_engine(at):
+    at.number_input(key="set_samples").set_value(200)
+    at.selectbox(key="set_fill").set_value("gray")
+    at.number_input(key="set_seed").set_value(7)
+    at.run()
+    button(at, "Explain").click().run()
+    ex = state(at).explanation
+    assert (
+        ex.settings["samples"] == 200 and ex.settings["fill"] == "gray" and ex.settings["seed"] == 7
+    )
+
+
+def test_upload_an_image_and_a_bad_upload(at):
+    photo = load_sample("coffee").image[:200, :300]
+    at.sidebar.file_uploader[0].set_value(("coffee.png", png(photo), "image/png")).run()
+    assert not at.exception
+    assert state(at).image_name == "coffee.png" and state(at).image.shape == (200, 300, 3)
+    at.sidebar.file_uploader[0].set_value(("broken.png", b"this is not a png", "image/png")).run()
+    assert not at.exception
+    assert any("not used" in e.value for e in at.sidebar.error)
+    assert state(at).image_name == "coffee.png"  # the earlier image is kept
+
+
+def test_handcrafted_regions_reach_the_explanation(at):
+    from pages.lib.state import HandRegion
+
+    s = state(at)
+    tag = load_sample(sample_names()[0]).tag_mask
+    s.hand.append(HandRegion(name="tag", mask=tag))
+    at.switch_page(CRAFT).run()
+    assert not at.exception
+    assert at.title[0].value == "Craft regions"
+    assert at.text_input(key=f"hname-{s.hand[0].uid}").value == "tag"
+    at.switch_page("pages/app_pages/explain.py").run()
+    at.number_input(key="set_samples").set_value(300)
+    at.run()
+    button(at, "Explain").click().run()
+    ex = s.explanation
+    assert ex.region_keys[0] == "hand:0" and ex.region_names[0] == "tag"
+    assert np.array_equal(ex.segments == 0, tag)
+    # LIME versus LIMEcraft: the comparison over automatic superpixels only
+    button(at, "Compare with automatic superpixels only").click().run()
+    assert s.explanation_auto is not None and s.explanation_auto.region_keys[0].startswith("auto:")
+
+
+def test_segmentation_settings_change_the_regions(at):
+    at.switch_page(CRAFT).run()
+    at.selectbox(key="seg_method").set_value("grid")
+    at.slider(key="seg_n").set_value(16)
+    at.run()
+    assert not at.exception
+    assert state(at).seg.method == "grid"
+    assert any(c.value.startswith("16 regions") for c in at.caption)
+
+
+def test_inspect_edit_changes_the_prediction(at):
+    at.switch_page(INSPECT).run()
+    assert not at.exception
+    before = next(m.value for m in at.markdown if m.value.startswith("Top class:"))
+    assert "(+0.000)" in before
+    at.radio(key="edit_kind").set_value("remove").run()
+    after = next(m.value for m in at.markdown if m.value.startswith("Top class:"))
+    assert after != before
+    button(at, "Apply edit").click().run()
+    assert len(state(at).edits) == 1 and state(at).edits[0].kind == "remove"
+    button(at, "Undo").click().run()
+    assert state(at).edits == []
+
+
+def test_export_and_restore(at):
+    button(at, "Explain").click().run()
+    ex = state(at).explanation
+    at.switch_page(EXPORT).run()
+    assert not at.exception
+    labels = {b.label for b in at.get("download_button")}
+    assert {"Explanation (JSON)", "Regions table (CSV)", "Report (HTML)"} <= labels
+    # restore into a fresh session with the same image
+    other = AppTest.from_file(APP, default_timeout=120)
+    other.run()
+    other.switch_page(EXPORT).run()
+    other.file_uploader[0].set_value(("e.json", ex.to_json().encode(), "application/json")).run()
+    assert not other.exception
+    got = other.session_state["app"].explanation
+    assert got is not None and np.allclose(got.weights, ex.weights)
+    # garbage is refused with a message, and nothing is lost
+    other.file_uploader[0].set_value(("e.json", b'{"format": "x"}', "application/json")).run()
+    assert any("not restored" in e.value for e in other.error)
+    assert other.session_state["app"].explanation is got
+
+
+def test_a_model_that_cannot_run_says_why(at):
+    at.sidebar.selectbox(key="model_pick").set_value("resnet50").run()
+    assert not at.exception
+    errors = " ".join([e.value for e in at.error] + [e.value for e in at.sidebar.error])
+    assert "resnet50" in errors and "demo" in errors
+    button(at, "Explain").click().run()
+    assert not at.exception and state(at).explanation is None
+
+
+def test_sessions_are_separate(at):
+    other = AppTest.from_file(APP, default_timeout=120)
+    other.run()
+    at.selectbox(key="sample_pick").set_value("chelsea").run()
+    assert state(at).image_name == "chelsea"
+    assert other.session_state["app"].image_name == sample_names()[0]
