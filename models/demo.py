@@ -29,6 +29,7 @@ __all__ = [
     "TAG_COLOURS",
     "TRAIN_AGREEMENT",
     "TRAIN_COMMAND",
+    "TRAIN_DECOYS",
     "WEIGHTS_PATH",
     "DemoNet",
     "DemoSample",
@@ -56,6 +57,12 @@ MODES: tuple[str, ...] = ("train", "aligned", "conflict")
 
 TRAIN_AGREEMENT: float = 0.95
 """Probability that the tag class equals the shape class in ``"train"`` mode."""
+
+TRAIN_DECOYS: float = 0.5
+"""Probability that a ``"train"`` image also carries a *decoy*: a flat, borderless square of a
+tag-like colour (a tag colour of a random class blended with black or white, as a tag looks
+when its pixels are replaced by their mean colour). The decoy's class is independent of the
+label, so only a proper tag -- a saturated fill inside a contrasting border -- is evidence."""
 
 WEIGHTS_PATH: Path = Path(__file__).resolve().parent / "weights" / "demo_cnn.pt"
 """Trained :class:`DemoNet` state_dict, produced by ``python -m models.train_demo``."""
@@ -140,7 +147,8 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
             tag_class = shape_class
         else:
             tag_class = _other_class(rng, shape_class, n_classes)
-        image, tag_mask = _render(rng, shape_class, tag_class)
+        decoy = mode == "train" and bool(rng.random() < TRAIN_DECOYS)
+        image, tag_mask = _render(rng, shape_class, tag_class, decoy=decoy)
         samples.append(DemoSample(image, tag_mask, shape_class, tag_class))
     return samples
 
@@ -292,9 +300,17 @@ def _tag_box(rng: np.random.Generator) -> tuple[int, int, int]:
 
 
 def _render(
-    rng: np.random.Generator, shape_class: int, tag_class: int
+    rng: np.random.Generator, shape_class: int, tag_class: int, *, decoy: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Render one image.
+
+    Parameters
+    ----------
+    shape_class, tag_class : int
+        Class ids of the object and of the tag.
+    decoy : bool, optional
+        Also draw a decoy (see :data:`TRAIN_DECOYS`) clear of the object and the tag, where one
+        fits. Without a decoy, the random draws are exactly those of the decoy-free generator.
 
     Returns
     -------
@@ -340,7 +356,56 @@ def _render(
     image[top : top + side, left : left + side][inner, inner] = TAG_COLOURS[tag_class]
     tag_mask = np.zeros((n, n), dtype=bool)
     tag_mask[top : top + side, left : left + side] = True
+    if decoy:
+        _draw_decoy(rng, image, (top, left, side), (float(cy), float(cx), bound))
     return image, tag_mask
+
+
+def _draw_decoy(
+    rng: np.random.Generator,
+    image: np.ndarray,
+    tag_box: tuple[int, int, int],
+    object_circle: tuple[float, float, float],
+) -> None:
+    """Draw a decoy square in place, clear of the tag and the object (skipped if none fits).
+
+    The decoy has a tag's size and position rules but no border; its colour is the fill colour
+    of a random class blended with black or white, with the fill's share drawn from
+    ``[0.3, 1]`` (a tag's mean colour has a share of about 0.45-0.55).
+
+    Parameters
+    ----------
+    image : np.ndarray
+        ``(IMAGE_SIZE, IMAGE_SIZE, 3)`` uint8, modified in place.
+    tag_box : tuple of int
+        ``(top, left, side)`` of the tag.
+    object_circle : tuple of float
+        ``(cy, cx, radius)`` of the object's bounding circle.
+    """
+    cls = int(rng.integers(len(TAG_COLOURS)))
+    share = float(rng.uniform(0.3, 1.0))
+    blend = 0.0 if rng.random() < 0.5 else 255.0
+    colour = share * np.asarray(TAG_COLOURS[cls], dtype=np.float64) + (1.0 - share) * blend
+    t_top, t_left, t_side = tag_box
+    cy, cx, radius = object_circle
+    margin = radius + _TAG_CLEARANCE
+    for _ in range(20):
+        top, left, side = _tag_box(rng)
+        clear_of_object = (
+            cy + margin <= top
+            or cy - margin >= top + side
+            or cx + margin <= left
+            or cx - margin >= left + side
+        )
+        clear_of_tag = (
+            top + side + _TAG_CLEARANCE <= t_top
+            or top >= t_top + t_side + _TAG_CLEARANCE
+            or left + side + _TAG_CLEARANCE <= t_left
+            or left >= t_left + t_side + _TAG_CLEARANCE
+        )
+        if clear_of_object and clear_of_tag:
+            image[top : top + side, left : left + side] = np.rint(colour).astype(np.uint8)
+            return
 
 
 class DemoNet(nn.Module):

@@ -58,7 +58,7 @@ def start_app(extra_env: dict | None = None, timeout: float = 90):
     port = _free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
-    log = open(log_path, "w")  # noqa: SIM115 (closed in stop_app)
+    log = open(log_path, "w")
     env = {**os.environ, **(extra_env or {})}
     proc = subprocess.Popen(
         [
