@@ -132,3 +132,20 @@ def test_the_whole_analyst_flow(page, app_url):
         html = f.read()
     assert "LIMEcraft report" in html and "tag" in html and "move region" in html
     shot(page, "6-export")
+
+
+def test_explain_shows_progress_and_can_be_cancelled(page, app_url):
+    page.goto(app_url)
+    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
+    page.get_by_text("Settings").click()
+    samples = page.get_by_role("spinbutton", name="Samples (N)")
+    samples.fill("20000")
+    samples.press("Enter")
+    page.wait_for_timeout(1500)
+    page.get_by_role("button", name="Explain", exact=True).click()
+    page.get_by_text(re.compile(r"model passes, about \d+ s left")).wait_for(timeout=60000)
+    shot(page, "7-progress")
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_text("Explain was cancelled").wait_for(timeout=60000)
+    assert not page.get_by_text("surrogate fidelity").is_visible()
+    shot(page, "8-cancelled")

@@ -35,9 +35,42 @@ def superpixel_controls(s: state.AppState) -> None:
         horizontal=True,
         format_func=lambda v: "superpixels" if v == "segment" else "one background region",
     )
-    if (method, n, outer) != (s.seg.method, s.seg.n_segments, s.seg.outer):
-        s.seg = state.SegSettings(method, int(n), outer)
+    with st.expander(f"{method} parameters"):
+        params = _method_params(method)
+    new = state.SegSettings(method, int(n), outer, params)
+    if new != s.seg:
+        s.seg = new
         s.selected, s.restored = frozenset(), None
+
+
+# (parameter, label, min, max, default, step) per method; the count sets the scale parameters.
+METHOD_PARAMS = {
+    "slic": [
+        ("compactness", "Compactness (higher: squarer regions)", 0.1, 100.0, 10.0, 0.5),
+        ("sigma", "Smoothing sigma", 0.0, 5.0, 1.0, 0.1),
+    ],
+    "quickshift": [
+        ("ratio", "Colour vs. space ratio", 0.0, 1.0, 0.2, 0.05),
+        ("max_dist", "Max distance", 10.0, 500.0, 200.0, 10.0),
+    ],
+    "felzenszwalb": [("sigma", "Smoothing sigma", 0.0, 5.0, 0.5, 0.1)],
+    "watershed": [("compactness", "Compactness", 0.0, 0.1, 0.001, 0.0005)],
+    "grid": [],
+}
+
+
+def _method_params(method: str) -> tuple[tuple[str, float], ...]:
+    spec = METHOD_PARAMS[method]
+    if not spec:
+        st.caption("A regular grid has no parameters beyond the count.")
+        return ()
+    cols = st.columns(len(spec))
+    out = []
+    for col, (name, label, lo, hi, default, step) in zip(cols, spec, strict=True):
+        v = col.slider(label, lo, hi, default, step, key=f"segp_{method}_{name}", format="%g")
+        if v != default:
+            out.append((name, float(v)))
+    return tuple(out)
 
 
 def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> None:
@@ -46,7 +79,7 @@ def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> None:
         state.error("Nothing is drawn yet: draw a shape on the image first.")
         return
     name = st.session_state.get("new_region_name", "").strip() or f"region {len(s.hand) + 1}"
-    colour = state.REGION_COLOURS[len(s.hand) % len(state.REGION_COLOURS)]
+    colour = state.next_colour(len(s.hand))
     s.hand.append(state.HandRegion(name=name, mask=mask, colour=colour))
     s.canvas_version += 1  # a fresh, empty canvas for the next region
     st.session_state["_clear_region_name"] = True
@@ -75,7 +108,7 @@ def drawing(s: state.AppState) -> None:
         fill_color="rgba(255, 165, 0, 0.35)",
         stroke_width=3,
         stroke_color="#ff8c00",
-        background_image=state.jpeg_bytes(s.image, width),
+        background_image=state.jpeg_bytes(state.with_regions(s.image, s.hand), width),
         height=height,
         width=width,
         drawing_mode=DRAW_MODES[mode],
@@ -109,7 +142,7 @@ def upload_masks(s: state.AppState) -> None:
             state.error(f"That mask was not used: {e}")
             return
         for m in masks:
-            colour = state.REGION_COLOURS[len(s.hand) % len(state.REGION_COLOURS)]
+            colour = state.next_colour(len(s.hand))
             s.hand.append(
                 state.HandRegion(name=f"{up.name} {len(s.hand) + 1}", mask=m, colour=colour)
             )
@@ -127,7 +160,9 @@ def region_list(s: state.AppState) -> None:
         )
     for i, h in enumerate(list(s.hand)):
         c1, c2, c3 = st.columns([3, 2, 0.8], vertical_alignment="bottom")
-        name = c1.text_input(f"Region {i + 1} name", h.name, key=f"hname-{h.uid}", max_chars=80)
+        name = c1.text_input(
+            f":{h.colour}[■] Region {i + 1} name", h.name, key=f"hname-{h.uid}", max_chars=80
+        )
         inner = c2.number_input(
             "Pieces inside (1: one feature)", 1, 50, h.inner, key=f"hinner-{h.uid}"
         )

@@ -29,20 +29,34 @@ from models.samples import load_sample, sample_names
 
 DISPLAY_WIDTH = 560  # px sent to the browser for the main pictures
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "gif"]
-REGION_COLOURS = [
-    "#e6194b",
-    "#3cb44b",
-    "#4363d8",
-    "#f58231",
-    "#911eb4",
-    "#42d4f4",
-    "#f032e6",
-    "#bfef45",
-    "#fabed4",
-    "#469990",
-    "#dcbeff",
-    "#9a6324",
-]
+# Streamlit's named colours (usable in labels as :name[text]) and how they are drawn.
+REGION_COLOURS = {
+    "red": "#e6194b",
+    "blue": "#4363d8",
+    "orange": "#f58231",
+    "violet": "#911eb4",
+    "green": "#3cb44b",
+    "gray": "#808080",
+}
+
+
+def next_colour(n: int) -> str:
+    names = list(REGION_COLOURS)
+    return names[n % len(names)]
+
+
+def with_regions(image: np.ndarray, hand: list[HandRegion], alpha: float = 0.35) -> np.ndarray:
+    """The image with each handcrafted region tinted and outlined in its colour."""
+    from skimage.segmentation import find_boundaries
+
+    out = image.astype(np.float32)
+    for h in hand:
+        rgb = np.array(
+            [int(REGION_COLOURS[h.colour][i : i + 2], 16) for i in (1, 3, 5)], np.float32
+        )
+        out[h.mask] = (1 - alpha) * out[h.mask] + alpha * rgb
+        out[find_boundaries(h.mask, mode="inner")] = rgb
+    return out.astype(np.uint8)
 
 
 _UID = iter(range(1, 1 << 62))
@@ -55,7 +69,7 @@ class HandRegion:
     name: str
     mask: np.ndarray
     inner: int = 1  # 1: one feature; N > 1: segmented inside into about N pieces
-    colour: str = "#e6194b"
+    colour: str = "red"  # a key of REGION_COLOURS
     uid: int = field(default_factory=lambda: next(_UID))
 
 
@@ -81,6 +95,7 @@ class SegSettings:
     method: str = "slic"
     n_segments: int = 40
     outer: str = "segment"  # "segment" the rest, or keep it as "one" background feature
+    params: tuple[tuple[str, float], ...] = ()  # the method's own parameters, beyond the count
 
 
 @dataclass
@@ -141,8 +156,12 @@ def classifier(name: str) -> lc.Classifier:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def segment(image: np.ndarray, method: str, n_segments: int) -> np.ndarray:
-    return lc.segment(image, method, n_segments, working_size=working_size(method))
+def segment(
+    image: np.ndarray, method: str, n_segments: int, params: tuple[tuple[str, float], ...] = ()
+) -> np.ndarray:
+    return lc.segment(
+        image, method, n_segments, params=dict(params), working_size=working_size(method)
+    )
 
 
 def working_size(method: str) -> int:
@@ -160,9 +179,10 @@ def compose(
     masks: tuple[np.ndarray, ...],
     names: tuple[str, ...],
     inner: tuple[int, ...],
+    params: tuple[tuple[str, float], ...] = (),
 ) -> lc.Regions:
     if not masks:
-        return lc.regions_from_labels(segment(image, method, n_segments))
+        return lc.regions_from_labels(segment(image, method, n_segments, params))
     return lc.compose_regions(
         image,
         list(masks),
@@ -171,6 +191,7 @@ def compose(
         inner_method="slic",
         outer_segments=1 if outer == "one" else n_segments,
         outer_method=method,
+        outer_params=dict(params),
         working_size=working_size(method),
     )
 
@@ -188,6 +209,7 @@ def regions(s: AppState, *, handcrafted: bool = True) -> lc.Regions:
         tuple(h.mask for h in hand),
         tuple(h.name for h in hand),
         tuple(h.inner for h in hand),
+        s.seg.params,
     )
     if handcrafted:
         for keys, name, _ in s.merges:
