@@ -70,7 +70,7 @@ def main() -> None:
             top = int(np.argmax(r.weights))
             covered = (r.segments[s.tag_mask] == top).mean()
             auto[method]["top_covers_tag"] += int(covered >= 0.5)
-            ids, counts = np.unique(r.segments[s.tag_mask], return_counts=True)
+            _, counts = np.unique(r.segments[s.tag_mask], return_counts=True)
             auto[method]["tag_split"] += int((counts >= 0.2 * s.tag_mask.sum()).sum() >= 2)
     n = len(images)
     out = {
