@@ -64,6 +64,26 @@ def _kernel_width(s: str) -> float | str:
     return v
 
 
+def _width_list(s: str) -> list[float | str]:
+    out: list[float | str] = []
+    for part in s.split(","):
+        part = part.strip()
+        if part:
+            out.append(_kernel_width(part))
+    if not out:
+        raise argparse.ArgumentTypeError("--kernel-widths needs at least one width")
+    return out
+
+
+def _int_list(s: str) -> list[int]:
+    try:
+        return [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, got {s!r}"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     from .perturbation import FILLS, SCHEMES
@@ -116,6 +136,32 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"], default="auto")
     e.add_argument(
         "--top-k", type=_positive_int("--top-k"), default=5, help="regions shown in overlay.png"
+    )
+    t = e.add_argument_group(
+        "trust checks (JSON keys stability, convergence, kernel_sweep, faithfulness, fills)"
+    )
+    t.add_argument(
+        "--repeats",
+        type=_positive_int("--repeats"),
+        default=1,
+        help="explain with seeds seed..seed+R-1 and report stability",
+    )
+    t.add_argument("--kernel-widths", type=_width_list, help="e.g. 0.1,0.25,0.5,1,uniform")
+    t.add_argument(
+        "--convergence",
+        type=_int_list,
+        help="sample sizes, e.g. 100,200,500,1000 (needs --repeats >= 2)",
+    )
+    t.add_argument(
+        "--faithfulness", action="store_true", help="deletion/insertion curves and held-out R^2"
+    )
+    t.add_argument(
+        "--compare-fills",
+        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        help="e.g. blur,inpaint: how much the explanation depends on the fill",
+    )
+    t.add_argument(
+        "--mask-expansion", type=int, default=0, help="grow hidden regions by N pixels (0-64)"
     )
     e.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -189,6 +235,12 @@ def cmd_explain(a: argparse.Namespace) -> int:
         precision=a.precision,
         arch=a.arch,
         progress=_progress_printer(a.quiet),
+        repeats=a.repeats,
+        kernel_widths=a.kernel_widths,
+        convergence=a.convergence,
+        faithfulness=a.faithfulness,
+        compare_fills=a.compare_fills,
+        mask_expansion=a.mask_expansion,
     )
     doc = result.to_dict()
     doc["settings"].update(
@@ -206,12 +258,49 @@ def cmd_explain(a: argparse.Namespace) -> int:
             f"{result.timings['total_s']:.2f} s"
         )
         for k in order:
-            name = f" {result.region_names[k]}" if result.region_names[k] else ""
+            name = f" ({result.region_names[k]!r})" if result.region_names[k] else ""
             print(
                 f"  region {k}{name}: weight {result.weights[k]:+.4f}, delta {result.deltas[0, k]:+.4f}"
             )
+        _print_trust(result)
         print(f"wrote {out / 'explanation.json'}, {out / 'segments.npy'}, {out / 'overlay.png'}")
     return 0
+
+
+def _print_trust(result: Any) -> None:
+    t = result.trust
+    if "stability" in t:
+        st = t["stability"]
+        print(
+            f"stability over {st['repeats']} repeats: {st['verdict']} (Kendall's W {st['kendall_w']:.3f}, "
+            f"top-5 Jaccard {st['jaccard_top5']:.2f}, sign flips {st['sign_flips']:.0%})"
+        )
+    if "convergence" in t:
+        c = t["convergence"]
+        needed = f"{c['needed']} samples" if c["needed"] else f"more than {c['sizes'][-1]} samples"
+        print(f"convergence: W >= 0.9 from {needed}")
+    if "kernel_sweep" in t:
+        k = t["kernel_sweep"]
+        print(
+            f"kernel widths {k['widths']}: R^2 {[round(x, 3) for x in k['scores']]}; "
+            f"width-sensitive regions: {k['sensitive'] or 'none'}"
+        )
+    if "faithfulness" in t:
+        f = t["faithfulness"]
+        print(
+            f"faithfulness: deletion AUC {f['deletion_auc']:.3f} (random {f['random_deletion_auc']:.3f}), "
+            f"insertion AUC {f['insertion_auc']:.3f} (random {f['random_insertion_auc']:.3f}), "
+            f"held-out R^2 {f['heldout_r2']:.3f}"
+        )
+    if "fills" in t:
+        f = t["fills"]
+        print(
+            "fills: "
+            + ", ".join(
+                f"{n}: top region {top}, Spearman {rho:.2f}"
+                for n, top, rho in zip(f["fills"], f["top1"], f["spearman"][0], strict=True)
+            )
+        )
 
 
 def cmd_models(_a: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from . import __version__
+from . import trust as _trust
 from ._validate import (
     LimecraftError,
     as_float_image,
@@ -73,6 +74,24 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
+TRUST_KEYS = ("stability", "convergence", "kernel_sweep", "faithfulness", "fills")
+
+
+def _plain_json(v: Any, depth: int = 0) -> Any:
+    """Accept only plain JSON values (dicts, lists, numbers, strings, null), a few levels deep."""
+    if depth > 6:
+        raise ValueError("nested too deeply")
+    if isinstance(v, dict):
+        if not all(isinstance(k, str) for k in v):
+            raise ValueError("object keys must be strings")
+        return {k: _plain_json(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain_json(x, depth + 1) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise ValueError(f"unexpected value {v!r}")
+
+
 def _encode_array(a: np.ndarray) -> dict[str, Any]:
     buf = io.BytesIO()
     np.savez_compressed(buf, a=a)
@@ -116,6 +135,8 @@ class Explanation:
     top_predictions : tuple of (index, label, score), the model's top 5 on the original
     timings : dict of seconds
     versions : dict of package versions
+    trust : dict, the trust checks that were asked for (``stability``, ``convergence``,
+        ``kernel_sweep``, ``faithfulness``, ``fills``), each JSON-ready; see ``limecraft_core.trust``
     """
 
     settings: dict[str, Any]
@@ -135,6 +156,7 @@ class Explanation:
     top_predictions: tuple[tuple[int, str, float], ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    trust: dict[str, Any] = field(default_factory=dict)
 
     @property
     def target(self) -> int:
@@ -155,6 +177,11 @@ class Explanation:
     def score(self) -> float:
         """Weighted R^2 of the surrogate for the target class."""
         return float(self.scores[0])
+
+    @property
+    def verdict(self) -> str | None:
+        """``stable``, ``borderline`` or ``unstable`` when repeats were run, else None."""
+        return self.trust.get("stability", {}).get("verdict")
 
     @property
     def n_regions(self) -> int:
@@ -228,6 +255,7 @@ class Explanation:
             ],
             "timings": self.timings,
             "versions": self.versions,
+            **self.trust,
         }
         if include_segments:
             d["segments"] = _encode_array(self.segments.astype(np.int32))
@@ -328,6 +356,7 @@ class Explanation:
                 ),
                 timings={text(a): num(b) for a, b in d.get("timings", {}).items()},
                 versions={text(a): text(b) for a, b in d.get("versions", {}).items()},
+                trust={key: _plain_json(d[key]) for key in TRUST_KEYS if key in d},
             )
         except LimecraftError:
             raise
@@ -491,6 +520,12 @@ def explain(
     blur_sigma: float | None = None,
     working_size: int | None = DEFAULT_WORKING_SIZE,
     compute_deltas: bool = True,
+    mask_expansion: int = 0,
+    repeats: int = 1,
+    kernel_widths: Sequence[float | str] | None = None,
+    convergence: Sequence[int] | None = None,
+    faithfulness: bool = False,
+    compare_fills: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
 ) -> Explanation:
@@ -526,6 +561,19 @@ def explain(
     arch : str, optional; the torchvision architecture of a state_dict file given as ``model``
     working_size : int or None; segmentation runs at most at this longer side
     compute_deltas : bool; also run the 2K single-region passes (hide one, keep one)
+    mask_expansion : int in [0, 64]; hidden regions grow by this many pixels (at the model's
+        input size) so that an object's edges do not leak through the fill
+    repeats : int in [1, 50]; R > 1 also explains with seeds seed+1..seed+R-1, in the same
+        batched model pass, and reports ``trust["stability"]`` (Kendall's W, top-5 Jaccard,
+        sign flips, per-region mean, std and 95% interval, and a verdict)
+    kernel_widths : widths (floats or "uniform") to refit the surrogate with, on the same model
+        outputs (``trust["kernel_sweep"]``)
+    convergence : sample sizes <= samples; each repeat is refitted on its first n samples
+        (``trust["convergence"]``; needs repeats >= 2)
+    faithfulness : bool; deletion and insertion curves in the explanation's order and in random
+        orders, and the surrogate's R^2 on held-out perturbations (``trust["faithfulness"]``)
+    compare_fills : other fills to explain with on the same masks (``trust["fills"]``: rank
+        correlation and top-5 overlap with the main fill)
     progress : callable(done, total), optional, called after each model batch
     cancel : callable() -> bool, optional; raises ``Cancelled`` when it returns True
 
@@ -552,6 +600,15 @@ def explain(
     top_labels = check_int("top_labels", top_labels, 1, 100)
     if batch_size is not None:
         batch_size = check_int("batch_size", batch_size, 1, 65536)
+    mask_expansion = check_int("mask_expansion", mask_expansion, 0, 64)
+    repeats = check_int("repeats", repeats, 1, 50)
+    widths = [make_kernel(w) and w for w in (kernel_widths or [])]
+    sizes = sorted({check_int("convergence size", n, 10, samples) for n in (convergence or [])})
+    if sizes and repeats < 2:
+        raise LimecraftError(
+            "convergence needs repeats >= 2 (stability is measured across repeats)"
+        )
+    other_fills = [check_fill(f) for f in (compare_fills or []) if f != fill]
     kern = kernel if kernel is not None else make_kernel(kernel_width)
     dev = resolve_device(device)
     clf = resolve_classifier(
@@ -598,18 +655,41 @@ def explain(
     labels_t = torch.from_numpy(work_labels.astype(np.int64)).to(dev)
 
     ms = sample_masks(k, samples, scheme=sampling, p=p, rng=seed)
-    all_masks = ms.masks
+    blocks = [ms.masks]
     if compute_deltas:
-        hide_one = ~np.eye(k, dtype=bool)
-        keep_one = np.eye(k, dtype=bool)
-        all_masks = np.concatenate([ms.masks, hide_one, keep_one])
-    bs = batch_size or default_batch_size(dev, size[0] * size[1])
-
-    outputs = run_masks(
-        clf, image_t, fill_t, labels_t, all_masks, bs, progress=progress, cancel=cancel
+        blocks += [~np.eye(k, dtype=bool), np.eye(k, dtype=bool)]
+    reps = [sample_masks(k, samples, scheme=sampling, p=p, rng=seed + r) for r in range(1, repeats)]
+    blocks += [r.masks for r in reps]
+    holdout = (
+        sample_masks(k, min(samples, 500), scheme=sampling, p=p, rng=seed + 1_000_003)
+        if faithfulness
+        else None
     )
-    if output_space == "probability":  # once over all rows: per-batch calls cost more on CPU
-        outputs = torch.softmax(outputs, dim=1)
+    if holdout is not None:
+        blocks.append(holdout.masks)
+    all_masks = np.concatenate(blocks)
+    bs = batch_size or default_batch_size(dev, size[0] * size[1])
+    n_random = 3
+    total = len(all_masks) + (2 * (k + 1) * (1 + n_random) if faithfulness else 0)
+    total += len(other_fills) * samples
+    tracker = _Progress(progress, total)
+
+    def run(masks: np.ndarray, fill_tensor: torch.Tensor) -> torch.Tensor:
+        out = run_masks(
+            clf,
+            image_t,
+            fill_tensor,
+            labels_t,
+            masks,
+            bs,
+            progress=tracker.part(len(masks)),
+            cancel=cancel,
+            expand=mask_expansion,
+        )
+        # once over all rows: per-batch softmax calls cost more on CPU
+        return torch.softmax(out, dim=1) if output_space == "probability" else out
+
+    outputs = run(all_masks, fill_t)
     sampling_s = time.perf_counter() - t_sample
 
     original = outputs[0]
@@ -635,6 +715,74 @@ def explain(
     else:
         deltas = kept = np.full((len(classes), k), np.nan)
     top5 = torch.argsort(original, descending=True)[:5].tolist()
+
+    t_trust = time.perf_counter()
+    trust: dict[str, Any] = {}
+    tgt = int(classes[0])
+    y_main = outputs[:samples, tgt].double().cpu().numpy()
+    sw_main = sw
+    offset = samples + (2 * k if compute_deltas else 0)
+    if repeats > 1:
+        ys, sws, mlist = [y_main], [sw_main], [ms.masks]
+        for r in reps:
+            ys.append(outputs[offset : offset + samples, tgt].double().cpu().numpy())
+            sws.append(kern(cosine_distance(r.masks)) * r.weights)
+            mlist.append(r.masks)
+            offset += samples
+        rep_w = np.stack(
+            [fit.coef[0]]
+            + [
+                fit_ridge(m, y[:, None], w_, alpha=ridge_alpha).coef[0]
+                for m, y, w_ in zip(mlist[1:], ys[1:], sws[1:], strict=True)
+            ]
+        )
+        trust["stability"] = _trust.stability(rep_w).to_dict()
+        if sizes:
+            trust["convergence"] = _trust.convergence(mlist, ys, sws, sizes, ridge_alpha).to_dict()
+    if widths:
+        trust["kernel_sweep"] = _trust.kernel_sweep(
+            ms.masks, y_main, ms.weights, widths, ridge_alpha
+        ).to_dict()
+    if faithfulness:
+        y_hold = outputs[offset : offset + len(holdout.masks), tgt].double().cpu().numpy()
+        pred = fit.intercept[0] + holdout.masks @ fit.coef[0]
+        heldout = _trust.weighted_r2(
+            pred, y_hold, kern(cosine_distance(holdout.masks)) * holdout.weights
+        )
+        order = np.argsort(-fit.coef[0], kind="stable")
+        rng = np.random.default_rng(seed + 2_000_003)
+        orders = [order] + [rng.permutation(k) for _ in range(n_random)]
+        curves = np.concatenate(
+            [np.concatenate(_trust.deletion_insertion_masks(o, k)) for o in orders]
+        )
+        y = run(curves, fill_t)[:, tgt].double().cpu().numpy().reshape(len(orders), 2, k + 1)
+        trust["faithfulness"] = _trust.Faithfulness(
+            deletion=y[0, 0].tolist(),
+            insertion=y[0, 1].tolist(),
+            deletion_auc=_trust.auc(y[0, 0]),
+            insertion_auc=_trust.auc(y[0, 1]),
+            random_deletion_auc=float(np.mean([_trust.auc(c) for c in y[1:, 0]])),
+            random_insertion_auc=float(np.mean([_trust.auc(c) for c in y[1:, 1]])),
+            heldout_r2=heldout,
+        ).to_dict()
+    if other_fills:
+        fill_weights = [fit.coef[0]]
+        for f in other_fills:
+            other = make_fill(work_img, work_labels, f, blur_sigma=blur_sigma)
+            other_t = torch.from_numpy(np.ascontiguousarray(other.transpose(2, 0, 1))).to(dev)
+            y = run(ms.masks, other_t)[:, tgt].double().cpu().numpy()
+            fill_weights.append(fit_ridge(ms.masks, y[:, None], sw, alpha=ridge_alpha).coef[0])
+        fw = np.stack(fill_weights)
+        names = [fill if isinstance(fill, str) else "custom"] + [str(f) for f in other_fills]
+        top = [set(np.argsort(-row, kind="stable")[:5].tolist()) for row in fw]
+        trust["fills"] = {
+            "fills": names,
+            "weights": fw.tolist(),
+            "spearman": _trust.rank_agreement(fw),
+            "top5_overlap_with_main": [len(top[0] & t) / 5 for t in top],
+            "top1": [int(np.argmax(row)) for row in fw],
+        }
+    trust_s = time.perf_counter() - t_trust
 
     settings = {
         "model": clf.name,
@@ -667,6 +815,12 @@ def explain(
         "precision": clf.precision,
         "working_size": working_size,
         "compute_deltas": compute_deltas,
+        "mask_expansion": mask_expansion,
+        "repeats": repeats,
+        "kernel_widths": list(kernel_widths) if kernel_widths else None,
+        "convergence": sizes or None,
+        "faithfulness": faithfulness,
+        "compare_fills": [str(f) for f in other_fills] or None,
         "n_regions": k,
     }
     return Explanation(
@@ -689,7 +843,27 @@ def explain(
             "segmentation_s": segmentation_s,
             "sampling_s": sampling_s,
             "fit_s": fit_s,
+            "trust_s": trust_s,
             "total_s": time.perf_counter() - t0,
         },
         versions=_versions(),
+        trust=_jsonable(trust),
     )
+
+
+class _Progress:
+    """Turns several model passes into one progress count (done, total)."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total: int) -> None:
+        self.callback, self.total, self.done = callback, total, 0
+
+    def part(self, n: int) -> Callable[[int, int], None] | None:
+        if self.callback is None:
+            return None
+        base = self.done
+        self.done += n
+
+        def report(done: int, _n: int) -> None:
+            self.callback(base + done, self.total)
+
+        return report

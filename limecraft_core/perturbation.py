@@ -315,6 +315,7 @@ def compose_batch(
     masks: torch.Tensor,
     out: torch.Tensor | None = None,
     diff: torch.Tensor | None = None,
+    expand: int = 0,
 ) -> torch.Tensor:
     """Build a batch of perturbed images on the tensors' device.
 
@@ -330,6 +331,8 @@ def compose_batch(
     masks : (B, K) bool tensor; True keeps the region
     out : (B, 3, H, W) float tensor, optional; a buffer to write into
     diff : (3, H, W) float tensor, optional; ``image - fill``, precomputed once per image
+    expand : int >= 0; hidden areas grow by this many pixels (mask expansion), so that the
+        edges of a hidden object do not leak through the fill
 
     Returns
     -------
@@ -337,6 +340,8 @@ def compose_batch(
     """
     b = masks.shape[0]
     keep = masks.to(image.dtype).index_select(1, labels.reshape(-1)).view(b, 1, *labels.shape)
+    if expand > 0:  # grow every hidden area by `expand` pixels: 1 - maxpool(1 - keep)
+        keep = 1.0 - F.max_pool2d(1.0 - keep, 2 * expand + 1, stride=1, padding=expand)
     return torch.addcmul(fill, keep, image - fill if diff is None else diff, out=out)
 
 
@@ -374,6 +379,7 @@ def run_masks(
     *,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    expand: int = 0,
 ) -> torch.Tensor:
     """Stream masks through the model in chunks and keep only its outputs.
 
@@ -409,7 +415,9 @@ def run_masks(
                 buffer = torch.empty(
                     (stop - done, *image.shape), dtype=image.dtype, device=image.device
                 )
-            batch = compose_batch(image, fill, labels, m, out=buffer[: stop - done], diff=diff)
+            batch = compose_batch(
+                image, fill, labels, m, out=buffer[: stop - done], diff=diff, expand=expand
+            )
             outs.append(forward(batch).float())
         except torch.OutOfMemoryError:
             buffer = None

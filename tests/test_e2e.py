@@ -113,8 +113,14 @@ def test_the_whole_analyst_flow(page, app_url):
     for _ in range(30):
         slider.press("ArrowLeft")
     page.wait_for_function(
+        "() => [...document.querySelectorAll('input[type=range][aria-label=\"Right (px)\"]')]"
+        ".some(e => e.value === '-30')",
+        timeout=30000,
+    )
+    # the rerun for the last value has finished when the summary shows a real change
+    page.wait_for_function(
         "() => [...document.querySelectorAll('p')].some(p => p.innerText.startsWith('Top class:')"
-        " && !p.innerText.includes('(+0.000)'))",
+        " && Math.abs(parseFloat((p.innerText.match(/\\(([+-][0-9.]+)\\)/) || [0, 0])[1])) >= 0.001)",
         timeout=60000,
     )
     text = summary.inner_text()
