@@ -710,7 +710,7 @@ def explain(
     orig = original[cls_t].double().cpu().numpy()
     if compute_deltas:
         hid = outputs[samples : samples + k][:, cls_t].double().cpu().numpy().T
-        kept = outputs[samples + k :][:, cls_t].double().cpu().numpy().T
+        kept = outputs[samples + k : samples + 2 * k][:, cls_t].double().cpu().numpy().T
         deltas = orig[:, None] - hid
     else:
         deltas = kept = np.full((len(classes), k), np.nan)
