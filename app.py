@@ -33,6 +33,9 @@ pages = [
         "pages/app_pages/inspect.py", title="Inspect", icon=":material/science:", url_path="inspect"
     ),
     st.Page(
+        "pages/app_pages/trust.py", title="Trust", icon=":material/verified:", url_path="trust"
+    ),
+    st.Page(
         "pages/app_pages/export.py", title="Export", icon=":material/download:", url_path="export"
     ),
 ]

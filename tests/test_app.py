@@ -167,3 +167,31 @@ def test_sessions_are_separate(at):
     at.selectbox(key="sample_pick").set_value("chelsea").run()
     assert state(at).image_name == "chelsea"
     assert other.session_state["app"].image_name == sample_names()[0]
+
+
+def test_trust_page_runs_the_checks(at):
+    at.switch_page("pages/app_pages/trust.py").run()
+    assert not at.exception
+    at.number_input(key="tr_samples").set_value(300)
+    at.number_input(key="tr_repeats").set_value(3)
+    at.run()
+    button(at, "Check the explanation").click().run()
+    assert not at.exception
+    ex = state(at).trust_explanation
+    assert ex is not None and ex.settings["repeats"] == 3
+    assert {"stability", "convergence", "kernel_sweep", "faithfulness", "fills"} <= set(ex.trust)
+    assert any("over 3 repeats" in m.value for m in at.markdown)
+
+
+def test_every_result_shows_a_stability_verdict(at):
+    button(at, "Explain").click().run()
+    assert state(at).explanation.verdict in ("stable", "borderline", "unstable")
+    assert any("over 3 repeats" in m.value for m in at.markdown)
+
+
+def test_demo_walkthrough_adds_the_tag(at):
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    s = state(at)
+    assert [h.name for h in s.hand] == ["tag"]
+    assert np.array_equal(s.hand[0].mask, s.tag_mask)

@@ -150,14 +150,38 @@ def upload_masks(s: state.AppState) -> None:
         st.rerun()
 
 
+def _add_tag(s: state.AppState) -> None:
+    s.hand.append(
+        state.HandRegion(name="tag", mask=s.tag_mask.copy(), colour=state.next_colour(len(s.hand)))
+    )
+    s.selected, s.restored = frozenset(), None
+
+
+def demo_walkthrough(s: state.AppState) -> None:
+    """The demo story: the model learned a shortcut (the tag); draw it and see LIME find it."""
+    if s.tag_mask is None:
+        return
+    with st.container(border=True):
+        st.markdown(
+            "**Demo walkthrough.** The demo model was trained on shapes whose corner *tag* agreed with "
+            "the class 95% of the time, and it learned to read the tag. 1. On **Explain**, explain with "
+            "automatic superpixels: the tag is often split or missed. 2. Draw a box around the tag here "
+            "(or add it with the button). 3. Explain again and press **Compare**: the tag stands out. "
+            "4. On **Inspect**, move or remove the tag and watch the prediction; on **Trust**, check it."
+        )
+        st.button(
+            "Add the tag as a region",
+            key="add_tag",
+            on_click=_add_tag,
+            args=(s,),
+            disabled=any(h.name == "tag" for h in s.hand),
+        )
+
+
 def region_list(s: state.AppState) -> None:
     if not s.hand:
         st.caption("No handcrafted regions yet.")
         return
-    if s.tag_mask is not None:
-        st.caption(
-            "Tip: this demo image's tag is in a corner; draw around it to see what the model uses."
-        )
     for i, h in enumerate(list(s.hand)):
         c1, c2, c3 = st.columns([3, 2, 0.8], vertical_alignment="bottom")
         name = c1.text_input(
@@ -252,6 +276,7 @@ with left:
     st.subheader("Draw a region")
     drawing(s)
 with right:
+    demo_walkthrough(s)
     st.subheader("Your regions")
     region_list(s)
     upload_masks(s)

@@ -46,6 +46,7 @@ def _restore(s: state.AppState) -> None:
             top_labels=len(ex.classes),
             target=st_.get("target"),
             ridge_alpha=float(st_["ridge_alpha"]),
+            repeats=int(st_.get("repeats") or 1),
         )
     except (KeyError, TypeError, ValueError):
         pass  # settings are informative here; the regions and results are what is restored
@@ -57,6 +58,7 @@ def _restore(s: state.AppState) -> None:
         "set_kw",
         "set_seed",
         "set_top",
+        "set_repeats",
     ):
         st.session_state.pop(key, None)  # the widgets re-read the restored settings
     s.message = None

@@ -85,6 +85,13 @@ class ExplainSettings:
     top_labels: int = 1
     target: int | None = None
     ridge_alpha: float = 1.0
+    repeats: int = 3  # > 1 gives every explanation a stability verdict
+    # Trust checks (the Trust page): all reuse the model passes where they can.
+    kernel_widths: tuple = ()
+    convergence: tuple = ()
+    faithfulness: bool = False
+    compare_fills: tuple = ()
+    mask_expansion: int = 0
 
     def key(self) -> str:
         return json.dumps(self.__dict__, sort_keys=True)
@@ -114,6 +121,7 @@ class AppState:
     settings: ExplainSettings = field(default_factory=ExplainSettings)
     explanation: lc.Explanation | None = None
     explanation_auto: lc.Explanation | None = None
+    trust_explanation: lc.Explanation | None = None
     edits: list[Any] = field(default_factory=list)
     canvas_version: int = 0
     restored: lc.Regions | None = None  # regions of a restored explanation, until regions change
@@ -142,7 +150,7 @@ def reset_for_new_image(
     """A new image: regions, selections, results and edits belong to the old one."""
     s.image, s.image_name, s.tag_mask = image, name, tag_mask
     s.hand, s.merges, s.selected, s.edits = [], [], frozenset(), []
-    s.explanation = s.explanation_auto = s.restored = None
+    s.explanation = s.explanation_auto = s.restored = s.trust_explanation = None
     s.canvas_version += 1
 
 
@@ -298,6 +306,12 @@ def run_explain(
         target=settings.target,
         top_labels=settings.top_labels,
         sampling=settings.sampling,
+        repeats=settings.repeats,
+        kernel_widths=list(settings.kernel_widths) or None,
+        convergence=list(settings.convergence) or None,
+        faithfulness=settings.faithfulness,
+        compare_fills=list(settings.compare_fills) or None,
+        mask_expansion=settings.mask_expansion,
         progress=progress,
     )
     bar.empty()

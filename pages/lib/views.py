@@ -54,6 +54,14 @@ def explain_controls(s: state.AppState) -> state.ExplainSettings:
             disabled=uniform,
         )
         seed = c2.number_input("Seed", 0, 2**31 - 1, cur.seed, key="set_seed")
+        repeats = c1.number_input(
+            "Repeats (stability check)",
+            1,
+            20,
+            cur.repeats,
+            key="set_repeats",
+            help="Explain with this many seeds, in one batched pass, and show a stability verdict",
+        )
         mode = c1.radio(
             "Classes", ["top classes", "one class"], key="set_class_mode", horizontal=True
         )
@@ -78,6 +86,25 @@ def explain_controls(s: state.AppState) -> state.ExplainSettings:
         seed=int(seed),
         top_labels=int(top),
         target=target,
+        repeats=int(repeats),
+    )
+
+
+VERDICT_TEXT = {
+    "stable": ":green-badge[stable]",
+    "borderline": ":orange-badge[borderline]",
+    "unstable": ":red-badge[unstable]",
+}
+
+
+def verdict_badge(ex: lc.Explanation) -> str:
+    """Markdown for the stability verdict of an explanation (or why there is none)."""
+    st_ = ex.trust.get("stability")
+    if not st_:
+        return ":gray-badge[stability not checked] (set Repeats to 2 or more)"
+    return (
+        f"{VERDICT_TEXT[st_['verdict']]} over {st_['repeats']} repeats "
+        f"(Kendall's W {st_['kendall_w']:.2f}, top-5 overlap {st_['jaccard_top5']:.2f})"
     )
 
 
@@ -112,7 +139,7 @@ def results(
     )
     st.markdown(
         f"**{ex.class_labels[i]}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
-        f"R² = **{r2:.3f}** {badge}"
+        f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex)}"
     )
     if r2 < LOW_R2:
         st.warning(
