@@ -51,7 +51,6 @@ def trust_controls(s: state.AppState) -> state.ExplainSettings:
     faith = c3.checkbox("Deletion / insertion curves", True, key="tr_faith")
     conv = c3.checkbox("Convergence in N", True, key="tr_conv")
     sizes = (*(n for n in (100, 200, 500, 1000, 2000, 5000, 10000) if n < samples), int(samples))
-    )
     return dataclasses.replace(
         s.settings,
         repeats=int(repeats),
