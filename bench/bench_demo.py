@@ -40,13 +40,15 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=40)
     ap.add_argument("--samples", type=int, default=500)
     ap.add_argument("--seed", type=int, default=4242, help="seed of the fresh conflict images")
+    ap.add_argument("--repeats", type=int, default=5, help="repeats for Kendall's W")
     ap.add_argument("--json", default=str(ROOT / "bench/results/demo.json"))
     args = ap.parse_args()
 
     images = demo.generate(args.count, seed=args.seed, mode="conflict")
     t0 = time.perf_counter()
     hand_hits = follows = 0
-    auto = {m: {"top_covers_tag": 0, "tag_split": 0} for m in ("quickshift", "slic")}
+    auto = {m: {"top_covers_tag": 0, "tag_split": 0, "w": []} for m in ("quickshift", "slic")}
+    hand_w: list[float] = []
     for s in images:
         res = explain(
             s.image,
@@ -78,6 +80,8 @@ def main() -> None:
         "samples": args.samples,
         "model_follows_tag": follows / n,
         "tag_drawn_by_hand_ranked_first": hand_hits / n,
+        "tag_drawn_by_hand_median_kendall_w": float(np.median(hand_w)),
+        **{f"{m}_median_kendall_w": float(np.median(v["w"])) for m, v in auto.items()},
         **{f"{m}_top_superpixel_covers_tag": v["top_covers_tag"] / n for m, v in auto.items()},
         **{f"{m}_tag_split_over_superpixels": v["tag_split"] / n for m, v in auto.items()},
         "seconds": time.perf_counter() - t0,
