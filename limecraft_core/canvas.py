@@ -11,16 +11,9 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ._validate import LimecraftError
+from .segmentation import resize_nearest
 
-__all__ = ["mask_from_canvas", "region_at", "resize_mask", "toggle"]
-
-
-def resize_mask(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Nearest-neighbour resize of a boolean mask to ``shape`` (rows, cols)."""
-    h, w = mask.shape
-    rows = np.minimum(((np.arange(shape[0]) + 0.5) * h / shape[0]).astype(np.intp), h - 1)
-    cols = np.minimum(((np.arange(shape[1]) + 0.5) * w / shape[1]).astype(np.intp), w - 1)
-    return mask[rows[:, None], cols[None, :]]
+__all__ = ["mask_from_canvas", "region_at", "toggle"]
 
 
 def mask_from_canvas(
@@ -49,7 +42,7 @@ def mask_from_canvas(
     drawn = data[..., 3] > 0
     if fill_holes and drawn.any():
         drawn = ndi.binary_fill_holes(drawn)
-    return resize_mask(drawn, tuple(image_shape))
+    return resize_nearest(drawn, tuple(image_shape))
 
 
 def region_at(

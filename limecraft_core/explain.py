@@ -34,6 +34,7 @@ from .segmentation import (
     Regions,
     compose_regions,
     regions_from_labels,
+    resize_nearest,
     segment,
 )
 from .surrogate import Kernel, cosine_distance, fit_ridge, make_kernel
@@ -416,13 +417,6 @@ def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     ]
 
 
-def _resize_labels(labels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    h, w = labels.shape
-    rows = np.minimum(((np.arange(size[0]) + 0.5) * h / size[0]).astype(np.intp), h - 1)
-    cols = np.minimum(((np.arange(size[1]) + 0.5) * w / size[1]).astype(np.intp), w - 1)
-    return labels[rows[:, None], cols[None, :]]
-
-
 def _regions_for(
     img: np.ndarray,
     segments: Any,
@@ -645,7 +639,7 @@ def explain(
     # Compose at the model's input size: the model would resize anyway, and it is far cheaper.
     t_sample = time.perf_counter()
     size = clf.input_size or (h, w)
-    work_labels = seg_labels if size == (h, w) else _resize_labels(seg_labels, size)
+    work_labels = seg_labels if size == (h, w) else resize_nearest(seg_labels, size)
     image_t = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1))).to(dev)
     if size != (h, w):
         image_t = _resize(image_t, size)

@@ -26,6 +26,7 @@ __all__ = [
     "merge_regions",
     "regions_from_labels",
     "relabel",
+    "resize_nearest",
     "segment",
     "split_region",
 ]
@@ -164,10 +165,14 @@ def _segment_float(
     return relabel(labels)
 
 
-def _upscale_nearest(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+def resize_nearest(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Nearest-neighbour resize of a 2-D label map or mask to ``shape`` (rows, cols).
+
+    Each output pixel takes the input pixel under its centre, so upscaling keeps every label.
+    """
     h, w = labels.shape
-    rows = np.minimum((np.arange(shape[0]) + 0.5) * h / shape[0], h - 1).astype(np.intp)
-    cols = np.minimum((np.arange(shape[1]) + 0.5) * w / shape[1], w - 1).astype(np.intp)
+    rows = np.minimum(((np.arange(shape[0]) + 0.5) * h / shape[0]).astype(np.intp), h - 1)
+    cols = np.minimum(((np.arange(shape[1]) + 0.5) * w / shape[1]).astype(np.intp), w - 1)
     return labels[rows[:, None], cols[None, :]]
 
 
@@ -222,7 +227,7 @@ def segment(
     small = _at_working_size(img, working_size)
     labels = _segment_float(small, method, n_segments, params or {}, seed)
     if small.shape[:2] != img.shape[:2]:
-        labels = relabel(_upscale_nearest(labels, img.shape[:2]))
+        labels = relabel(resize_nearest(labels, img.shape[:2]))
     return labels
 
 
@@ -488,7 +493,7 @@ def compose_regions(
             continue
         local = _segment_float(_at_working_size(crop, working_size), inner_method, n, {}, seed)
         if local.shape != crop.shape[:2]:
-            local = _upscale_nearest(local, crop.shape[:2])
+            local = resize_nearest(local, crop.shape[:2])
         pieces = np.zeros(shape, np.int64)
         pieces[r0:r1, c0:c1] = local + 1
         comps = _merge_small(_components(pieces, where), where, min_fragment)
@@ -507,7 +512,7 @@ def compose_regions(
                 seed,
             )
             if whole.shape != shape:
-                whole = _upscale_nearest(whole, shape)
+                whole = resize_nearest(whole, shape)
             comps = _merge_small(_components(whole, rest), rest, min_fragment)
             for j, v in enumerate(np.unique(comps[rest])):
                 atoms[rest & (comps == v)] = len(keys)

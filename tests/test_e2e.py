@@ -155,3 +155,24 @@ def test_explain_shows_progress_and_can_be_cancelled(page, app_url):
     page.get_by_text("Explain was cancelled").wait_for(timeout=60000)
     assert not page.get_by_text("surrogate fidelity").is_visible()
     shot(page, "8-cancelled")
+
+
+def test_trust_page_in_the_browser(page, app_url):
+    page.goto(app_url)
+    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
+    goto_page(page, "Trust")
+    samples = page.get_by_role("spinbutton", name="Samples per repeat (N)")
+    samples.fill("300")
+    samples.press("Enter")
+    page.wait_for_timeout(1000)
+    page.get_by_role("button", name="Check the explanation").click()
+    page.get_by_text(re.compile(r"over \d+ repeats")).first.wait_for(timeout=180000)
+    for heading in (
+        "Convergence",
+        "Kernel width",
+        "Faithfulness",
+        "Does the conclusion depend on the fill?",
+    ):
+        page.get_by_text(heading, exact=True).first.wait_for(timeout=30000)
+    page.wait_for_timeout(1500)
+    shot(page, "9-trust")
