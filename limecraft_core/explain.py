@@ -596,7 +596,9 @@ def explain(
         batch_size = check_int("batch_size", batch_size, 1, 65536)
     mask_expansion = check_int("mask_expansion", mask_expansion, 0, 64)
     repeats = check_int("repeats", repeats, 1, 50)
-    widths = [make_kernel(w) and w for w in (kernel_widths or [])]
+    widths = list(kernel_widths or [])
+    for w_ in widths:
+        make_kernel(w_)  # validates: raises for a width that is not > 0 or "uniform"
     sizes = sorted({check_int("convergence size", n, 10, samples) for n in (convergence or [])})
     if sizes and repeats < 2:
         raise LimecraftError(

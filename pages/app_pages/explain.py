@@ -11,7 +11,7 @@ from pages.lib.views import explain_controls, results
 
 s = state.get()
 st.title("LIMEcraft")
-st.caption(f"Image: {s.image_name} · model: {s.model_name.rsplit('/', 1)[-1]}")
+st.caption(f"Image: {state.md(s.image_name)} · model: {state.md(s.model_name.rsplit('/', 1)[-1])}")
 
 reg = state.regions(s)
 labels = reg.labels
@@ -83,7 +83,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     st.caption(
                         "top: "
                         + ", ".join(
-                            f"{j}{' ' + e.region_names[j] if e.region_names[j] else ''} ({e.class_weights[i, j]:+.3f})"
+                            f"{j}{' ' + state.md(e.region_names[j]) if e.region_names[j] else ''} ({e.class_weights[i, j]:+.3f})"
                             for j in top
                         )
                     )

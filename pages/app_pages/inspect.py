@@ -99,11 +99,11 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
     d = float(after[top] - before[top])
     new_top = int(np.argmax(after))
     st.markdown(
-        f"Top class: **{names[0]}** {before[top]:.3f} → {after[top]:.3f} ({d:+.3f})"
+        f"Top class: **{state.md(names[0])}** {before[top]:.3f} → {after[top]:.3f} ({d:+.3f})"
         + (
             ""
             if new_top == top
-            else f"; the edited image is now **{state.class_label(s, new_top)}**"
+            else f"; the edited image is now **{state.md(state.class_label(s, new_top))}**"
             f" ({after[new_top]:.3f})"
         )
     )

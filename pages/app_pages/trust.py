@@ -240,7 +240,7 @@ if ex is None or not np.array_equal(ex.segments, reg.labels):
     st.info("Press **Check the explanation** to run the checks on the current regions.")
     st.stop()
 st.caption(
-    f"{ex.class_labels[0]} (class {ex.target}) · {ex.n_regions} regions · "
+    f"{state.md(ex.class_labels[0])} (class {ex.target}) · {ex.n_regions} regions · "
     f"{ex.settings['samples']} samples × {ex.settings['repeats']} repeats · "
     f"{ex.timings['total_s']:.1f} s"
 )

@@ -7,6 +7,7 @@ done by the engine's pure functions.
 from __future__ import annotations
 
 import hashlib
+import re
 import io
 import json
 import os
@@ -384,6 +385,14 @@ def label_ids(
             stroke_fill="black",
         )
     return im
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$])")
+
+
+def md(text: object) -> str:
+    """User text (file names, region names, class labels) made inert for st.markdown."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def error(msg: str) -> None:

@@ -138,7 +138,7 @@ def results(
         else ":red-badge[low]"
     )
     st.markdown(
-        f"**{ex.class_labels[i]}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
+        f"**{state.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
         f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex)}"
     )
     if r2 < LOW_R2:
