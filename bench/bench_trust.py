@@ -30,7 +30,7 @@ from limecraft_core import Classifier, explain, segment  # noqa: E402
 from models import demo, zoo  # noqa: E402
 from models.samples import load_sample  # noqa: E402
 
-SIZES = [50, 100, 200, 500, 1000, 2000]
+SIZES = [50, 100, 200, 500, 1000]
 SCHEMES = ["bernoulli", "stratified", "antithetic"]
 
 
@@ -95,7 +95,7 @@ def main() -> None:
         return str(n) if n is not None else f">{SIZES[-1]}"
 
     print(f"samples needed for Kendall's W >= 0.9 over {args.repeats} repeats (sizes {SIZES})")
-    print("| scheme | demo model, per image | resnet18 (random weights), chelsea, SLIC 30 |")
+    print("| scheme | demo model, per image | resnet18 (random weights, 112 px), chelsea, SLIC 30 |")
     print("|---|---|---|")
     for scheme, v in out["schemes"].items():
         print(

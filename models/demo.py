@@ -74,6 +74,7 @@ TRAIN_COMMAND: str = "python -m models.train_demo"
 _OBJECT_SIZE_RANGE = (30, 70)  # nominal object diameter, inclusive
 _TAG_SIZE_RANGE = (12, 16)  # tag side length including its border, inclusive
 _TAG_BORDER = 2  # border width of the tag
+_BORDER_STYLE = "complement"
 _TAG_EDGE_GAP = (2, 6)  # distance of the tag from the image edge, inclusive
 _TAG_CLEARANCE = 4  # minimum gap between the tag and the object's bounding circle box
 # Hues (degrees) of the tag colours; object hues keep away from these.
@@ -350,7 +351,10 @@ def _render(
 
     # Tag: a flat saturated square with a thin border contrasting with its surroundings.
     patch = image[top : top + side, left : left + side]
-    border = 0 if patch.mean() > 127.0 else 255
+    if _BORDER_STYLE == "complement":
+        border = 255 - np.asarray(TAG_COLOURS[tag_class], dtype=np.uint8)
+    else:
+        border = 0 if patch.mean() > 127.0 else 255
     image[top : top + side, left : left + side] = border
     inner = slice(_TAG_BORDER, side - _TAG_BORDER)
     image[top : top + side, left : left + side][inner, inner] = TAG_COLOURS[tag_class]

@@ -118,6 +118,8 @@ def test_segmentation_settings_change_the_regions(at):
 
 
 def test_inspect_edit_changes_the_prediction(at):
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()  # region 0 is now the demo's tag
     at.switch_page(INSPECT).run()
     assert not at.exception
     before = next(m.value for m in at.markdown if m.value.startswith("Top class:"))

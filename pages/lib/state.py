@@ -7,10 +7,10 @@ done by the engine's pure functions.
 from __future__ import annotations
 
 import hashlib
-import re
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
