@@ -85,8 +85,8 @@ def sample_masks(
         ``stratified``: the number of active regions k is drawn uniformly from 0..K, then k
         regions at random; each row is weighted by Binom(k; K, p) * (K + 1) so that the fit
         targets the same objective as Bernoulli(p) (arXiv 2403.17742).
-        ``antithetic``: Bernoulli(0.5) rows in complementary pairs (z, 1 - z), which cancels the
-        sampling noise of every linear effect; needs p = 0.5.
+        ``antithetic``: Bernoulli(0.5) rows in complementary pairs (z, 1 - z), one after the
+        other, which cancels the sampling noise of every linear effect; needs p = 0.5.
     p : float in (0, 1)
     rng : numpy Generator or int seed
         The same seed gives identical masks.
@@ -122,7 +122,11 @@ def sample_masks(
         if abs(p - 0.5) > 1e-12:
             raise LimecraftError("antithetic sampling needs p = 0.5")
         half = gen.random(((rows + 1) // 2, k_regions)) < 0.5
-        z = np.concatenate([half, ~half])[:rows]
+        # Interleaved (z1, ~z1, z2, ~z2, ...): every even-length prefix is balanced, so
+        # convergence checks that refit on prefixes keep the variance reduction.
+        z = np.empty((2 * len(half), k_regions), dtype=bool)
+        z[0::2], z[1::2] = half, ~half
+        z = z[:rows]
     if rows >= 3:
         for j in np.flatnonzero(z.all(axis=0) | ~z.any(axis=0)):
             z[gen.integers(rows), j] ^= True
