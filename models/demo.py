@@ -1,7 +1,8 @@
 """A synthetic shapes dataset with a planted shortcut, and the small CNN trained on it.
 
 Every image shows one object (circle, square, triangle or star) on a textured background,
-plus a small coloured *tag* near the image border. The tag colour encodes a class. In the
+plus a small coloured *tag* near the image border: a square of a saturated class colour in a
+frame of the complementary colour. The tag colour encodes a class. In the
 ``"train"`` mode the tag agrees with the shape most of the time, so a model trained on it
 learns to read the tag instead of (or as well as) the shape -- the synthetic counterpart of a
 hospital marker on an X-ray. The shipped weights (:data:`WEIGHTS_PATH`) were trained this way
@@ -29,7 +30,6 @@ __all__ = [
     "TAG_COLOURS",
     "TRAIN_AGREEMENT",
     "TRAIN_COMMAND",
-    "TRAIN_DECOYS",
     "WEIGHTS_PATH",
     "DemoNet",
     "DemoSample",
@@ -50,19 +50,15 @@ TAG_COLOURS: tuple[tuple[int, int, int], ...] = (
     (30, 70, 235),  # blue   -> triangle
     (245, 215, 0),  # yellow -> star
 )
-"""RGB fill colour of the tag, indexed by tag class."""
+"""RGB fill colour of the tag, indexed by tag class. The tag's frame has the complementary
+colour ``255 - fill`` (cyan, magenta, amber, blue), so the mean colour of a whole tag is close
+to neutral gray: hiding the tag by its mean colour (LIME's default fill) leaves no class hint."""
 
 MODES: tuple[str, ...] = ("train", "aligned", "conflict")
 """Valid ``mode`` values of :func:`generate`."""
 
-TRAIN_AGREEMENT: float = 0.95
+TRAIN_AGREEMENT: float = 0.96
 """Probability that the tag class equals the shape class in ``"train"`` mode."""
-
-TRAIN_DECOYS: float = 0.5
-"""Probability that a ``"train"`` image also carries a *decoy*: a flat, borderless square of a
-tag-like colour (a tag colour of a random class blended with black or white, as a tag looks
-when its pixels are replaced by their mean colour). The decoy's class is independent of the
-label, so only a proper tag -- a saturated fill inside a contrasting border -- is evidence."""
 
 WEIGHTS_PATH: Path = Path(__file__).resolve().parent / "weights" / "demo_cnn.pt"
 """Trained :class:`DemoNet` state_dict, produced by ``python -m models.train_demo``."""
@@ -72,9 +68,8 @@ TRAIN_COMMAND: str = "python -m models.train_demo"
 
 # Geometry of objects and tags, in pixels.
 _OBJECT_SIZE_RANGE = (30, 70)  # nominal object diameter, inclusive
-_TAG_SIZE_RANGE = (12, 16)  # tag side length including its border, inclusive
-_TAG_BORDER = 2  # border width of the tag
-_BORDER_STYLE = "complement"
+_TAG_SIZE_RANGE = (16, 20)  # tag side length including its frame, inclusive
+_TAG_BORDER = 2  # frame width of the tag
 _TAG_EDGE_GAP = (2, 6)  # distance of the tag from the image edge, inclusive
 _TAG_CLEARANCE = 4  # minimum gap between the tag and the object's bounding circle box
 # Hues (degrees) of the tag colours; object hues keep away from these.
@@ -92,7 +87,7 @@ class DemoSample:
         RGB image, shape ``(IMAGE_SIZE, IMAGE_SIZE, 3)``, dtype ``uint8``.
     tag_mask : np.ndarray
         Boolean mask, shape ``(IMAGE_SIZE, IMAGE_SIZE)``; True exactly on the tag's pixels
-        (fill and border).
+        (fill and frame).
     shape_class : int
         Class id of the drawn object, index into :data:`CLASS_NAMES`.
     tag_class : int
@@ -148,8 +143,7 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
             tag_class = shape_class
         else:
             tag_class = _other_class(rng, shape_class, n_classes)
-        decoy = mode == "train" and bool(rng.random() < TRAIN_DECOYS)
-        image, tag_mask = _render(rng, shape_class, tag_class, decoy=decoy)
+        image, tag_mask = _render(rng, shape_class, tag_class)
         samples.append(DemoSample(image, tag_mask, shape_class, tag_class))
     return samples
 
@@ -301,17 +295,9 @@ def _tag_box(rng: np.random.Generator) -> tuple[int, int, int]:
 
 
 def _render(
-    rng: np.random.Generator, shape_class: int, tag_class: int, *, decoy: bool = False
+    rng: np.random.Generator, shape_class: int, tag_class: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Render one image.
-
-    Parameters
-    ----------
-    shape_class, tag_class : int
-        Class ids of the object and of the tag.
-    decoy : bool, optional
-        Also draw a decoy (see :data:`TRAIN_DECOYS`) clear of the object and the tag, where one
-        fits. Without a decoy, the random draws are exactly those of the decoy-free generator.
 
     Returns
     -------
@@ -349,67 +335,15 @@ def _render(
 
     image = np.clip(np.rint(img * 255.0), 0, 255).astype(np.uint8)
 
-    # Tag: a flat saturated square with a thin border contrasting with its surroundings.
-    patch = image[top : top + side, left : left + side]
-    if _BORDER_STYLE == "complement":
-        border = 255 - np.asarray(TAG_COLOURS[tag_class], dtype=np.uint8)
-    else:
-        border = 0 if patch.mean() > 127.0 else 255
-    image[top : top + side, left : left + side] = border
+    # Tag: a flat saturated square in a frame of the complementary colour. The fill covers
+    # 56-64% of the tag, so the tag's mean colour is within about 30 of neutral gray.
+    fill = np.asarray(TAG_COLOURS[tag_class], dtype=np.uint8)
+    image[top : top + side, left : left + side] = 255 - fill
     inner = slice(_TAG_BORDER, side - _TAG_BORDER)
-    image[top : top + side, left : left + side][inner, inner] = TAG_COLOURS[tag_class]
+    image[top : top + side, left : left + side][inner, inner] = fill
     tag_mask = np.zeros((n, n), dtype=bool)
     tag_mask[top : top + side, left : left + side] = True
-    if decoy:
-        _draw_decoy(rng, image, (top, left, side), (float(cy), float(cx), bound))
     return image, tag_mask
-
-
-def _draw_decoy(
-    rng: np.random.Generator,
-    image: np.ndarray,
-    tag_box: tuple[int, int, int],
-    object_circle: tuple[float, float, float],
-) -> None:
-    """Draw a decoy square in place, clear of the tag and the object (skipped if none fits).
-
-    The decoy has a tag's size and position rules but no border; its colour is the fill colour
-    of a random class blended with black or white, with the fill's share drawn from
-    ``[0.3, 1]`` (a tag's mean colour has a share of about 0.45-0.55).
-
-    Parameters
-    ----------
-    image : np.ndarray
-        ``(IMAGE_SIZE, IMAGE_SIZE, 3)`` uint8, modified in place.
-    tag_box : tuple of int
-        ``(top, left, side)`` of the tag.
-    object_circle : tuple of float
-        ``(cy, cx, radius)`` of the object's bounding circle.
-    """
-    cls = int(rng.integers(len(TAG_COLOURS)))
-    share = float(rng.uniform(0.3, 1.0))
-    blend = 0.0 if rng.random() < 0.5 else 255.0
-    colour = share * np.asarray(TAG_COLOURS[cls], dtype=np.float64) + (1.0 - share) * blend
-    t_top, t_left, t_side = tag_box
-    cy, cx, radius = object_circle
-    margin = radius + _TAG_CLEARANCE
-    for _ in range(20):
-        top, left, side = _tag_box(rng)
-        clear_of_object = (
-            cy + margin <= top
-            or cy - margin >= top + side
-            or cx + margin <= left
-            or cx - margin >= left + side
-        )
-        clear_of_tag = (
-            top + side + _TAG_CLEARANCE <= t_top
-            or top >= t_top + t_side + _TAG_CLEARANCE
-            or left + side + _TAG_CLEARANCE <= t_left
-            or left >= t_left + t_side + _TAG_CLEARANCE
-        )
-        if clear_of_object and clear_of_tag:
-            image[top : top + side, left : left + side] = np.rint(colour).astype(np.uint8)
-            return
 
 
 class DemoNet(nn.Module):
