@@ -57,7 +57,9 @@ def main() -> None:
             samples=args.samples,
             seed=0,
             compute_deltas=False,
+            repeats=args.repeats,
         )
+        hand_w.append(res.trust["stability"]["kendall_w"])
         hand_hits += int(np.argmax(res.weights) == 0)
         follows += int(res.target == s.tag_class)
         for method in auto:
@@ -68,7 +70,9 @@ def main() -> None:
                 samples=args.samples,
                 seed=0,
                 compute_deltas=False,
+                repeats=args.repeats,
             )
+            auto[method]["w"].append(r.trust["stability"]["kendall_w"])
             top = int(np.argmax(r.weights))
             covered = (r.segments[s.tag_mask] == top).mean()
             auto[method]["top_covers_tag"] += int(covered >= 0.5)
@@ -89,13 +93,18 @@ def main() -> None:
     print(
         f"{n} fresh conflict images, N={args.samples}; the model follows the tag on {follows}/{n}"
     )
-    print("| regions | the tag is found (top region) |")
-    print("|---|---|")
-    print(f"| tag drawn by hand + superpixels | {hand_hits}/{n} ({hand_hits / n:.0%}) |")
+    print(
+        f"| regions | the tag is found (top region) | median Kendall's W, {args.repeats} repeats |"
+    )
+    print("|---|---|---|")
+    print(
+        f"| tag drawn by hand + superpixels | {hand_hits}/{n} ({hand_hits / n:.0%}) | "
+        f"{np.median(hand_w):.3f} |"
+    )
     for m, v in auto.items():
         print(
             f"| {m} superpixels only | {v['top_covers_tag']}/{n} ({v['top_covers_tag'] / n:.0%}); "
-            f"tag split over 2+ superpixels in {v['tag_split']}/{n} |"
+            f"tag split over 2+ superpixels in {v['tag_split']}/{n} | {np.median(v['w']):.3f} |"
         )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=2))
