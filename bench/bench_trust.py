@@ -95,7 +95,9 @@ def main() -> None:
         return str(n) if n is not None else f">{SIZES[-1]}"
 
     print(f"samples needed for Kendall's W >= 0.9 over {args.repeats} repeats (sizes {SIZES})")
-    print("| scheme | demo model, per image | resnet18 (random weights, 112 px), chelsea, SLIC 30 |")
+    print(
+        "| scheme | demo model, per image | resnet18 (random weights, 112 px), chelsea, SLIC 30 |"
+    )
     print("|---|---|---|")
     for scheme, v in out["schemes"].items():
         print(
