@@ -195,6 +195,44 @@ class Classifier:
             raise ModelError(f"the model {self.name!r} returned NaN or infinite scores")
         return out
 
+    def run_masks(
+        self,
+        image: torch.Tensor,
+        fill: torch.Tensor,
+        labels: torch.Tensor,
+        masks: np.ndarray,
+        batch_size: int,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        expand: int = 0,
+    ) -> torch.Tensor:
+        """Scores for the perturbations ``masks`` of ``image`` (the engine's one entry point).
+
+        The engine sends the image, the fill and the label map once, plus the (N, K) binary
+        masks; the perturbed images are composed next to the model. This local version streams
+        them through :func:`limecraft_core.perturbation.run_masks`. A remote or queued
+        classifier overrides this method to compose and run elsewhere (e.g. on a Ray Serve
+        replica, or in a work queue shared by sessions), with the same arguments and result.
+
+        Returns
+        -------
+        (N, C) float32 tensor of raw scores.
+        """
+        from .perturbation import run_masks
+
+        return run_masks(
+            self,
+            image,
+            fill,
+            labels,
+            masks,
+            batch_size,
+            progress=progress,
+            cancel=cancel,
+            expand=expand,
+        )
+
     def predict(self, images: np.ndarray, batch_size: int = 32) -> np.ndarray:
         """Raw scores for images given as arrays.
 

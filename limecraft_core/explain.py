@@ -27,7 +27,7 @@ from ._validate import (
     check_label_map,
 )
 from .classifier import Classifier, resolve_device
-from .perturbation import Fill, check_fill, default_batch_size, make_fill, run_masks, sample_masks
+from .perturbation import Fill, check_fill, default_batch_size, make_fill, sample_masks
 from .segmentation import (
     DEFAULT_WORKING_SIZE,
     METHODS,
@@ -671,8 +671,7 @@ def explain(
     tracker = _Progress(progress, total)
 
     def run(masks: np.ndarray, fill_tensor: torch.Tensor) -> torch.Tensor:
-        out = run_masks(
-            clf,
+        out = clf.run_masks(
             image_t,
             fill_tensor,
             labels_t,
