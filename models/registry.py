@@ -161,6 +161,7 @@ def load_classifier(
     precision: str = "auto",
     arch: str | None = None,
     pretrained: bool = True,
+    channels_last: bool | None = None,
 ) -> Classifier:
     """A :class:`~limecraft_core.Classifier` for a registry name or a model file.
 
@@ -190,5 +191,6 @@ def load_classifier(
         labels=names,
         device=device,
         precision=precision,
+        channels_last=channels_last,
         name=name,
     )
