@@ -21,6 +21,7 @@ from .explain import OUTPUT_SPACES, Explanation, explain, resolve_classifier
 from .perturbation import (
     FILLS,
     SCHEMES,
+    MaskCache,
     MaskSample,
     compose_batch,
     inpaint,
@@ -74,6 +75,7 @@ __all__ = [
     "Explanation",
     "Heatmap",
     "LimecraftError",
+    "MaskCache",
     "MaskSample",
     "ModelError",
     "Regions",

@@ -60,6 +60,8 @@ def region_at(
     -------
     int, the region id.
     """
+    if not all(np.isfinite(v) for v in (x, y, display_width, display_height)):
+        raise LimecraftError(f"a click must be finite numbers, got ({x}, {y})")
     if display_width <= 0 or display_height <= 0:
         raise LimecraftError("the displayed image has no size")
     h, w = labels.shape

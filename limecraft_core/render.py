@@ -65,6 +65,8 @@ class Heatmap:
 
 def _check(image: np.ndarray, segments: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
     img = as_float_image(image)
+    if not isinstance(segments, np.ndarray) or segments.ndim != 2:
+        raise LimecraftError("segments must be a 2-D integer array")
     if segments.shape != img.shape[:2]:
         raise LimecraftError(f"segments {segments.shape} do not match the image {img.shape[:2]}")
     if values is not None and len(values) != int(segments.max()) + 1:
@@ -78,7 +80,9 @@ def _u8(a: np.ndarray) -> np.ndarray:
 
 def diverging_colors(values: np.ndarray, vmax: float) -> np.ndarray:
     """Map values in [-vmax, vmax] to RGB floats on the PiYG scale; (...,) -> (..., 3)."""
-    t = np.clip((np.asarray(values, np.float64) / max(vmax, 1e-12) + 1) / 2, 0, 1)
+    v = np.asarray(values, np.float64)
+    v = np.where(np.isfinite(v), v, 0.0)  # a value that was not computed is drawn as neutral
+    t = np.clip((v / max(vmax, 1e-12) + 1) / 2, 0, 1)
     pos = t * (len(_PIYG) - 1)
     lo = np.floor(pos).astype(int)
     hi = np.minimum(lo + 1, len(_PIYG) - 1)
@@ -120,9 +124,9 @@ def heatmap(
     ----------
     image : (H, W, 3) uint8 or float ndarray
     segments : (H, W) int ndarray, 0..K-1
-    values : (K,) float ndarray, e.g. the weights
+    values : (K,) float ndarray, e.g. the weights; NaN (a value not computed) is drawn neutral
     alpha : float in [0, 1], opacity of the colours
-    vmax : float, optional; default max |values|, symmetric around 0
+    vmax : float >= 0, optional; default max |values| over the finite values, symmetric around 0
 
     Returns
     -------
@@ -131,7 +135,11 @@ def heatmap(
     img = _check(image, segments, values)
     alpha = check_float("alpha", alpha, 0.0, 1.0)
     values = np.asarray(values, np.float64)
-    vmax = float(np.max(np.abs(values))) if vmax is None else check_float("vmax", vmax, 0.0)
+    finite = np.abs(values[np.isfinite(values)])
+    if vmax is None:
+        vmax = float(finite.max()) if finite.size else 0.0
+    else:
+        vmax = check_float("vmax", vmax, 0.0)
     vmax = vmax if vmax > 0 else 1.0
     gray = img.mean(axis=2, keepdims=True)
     colours = diverging_colors(values, vmax)[segments]
@@ -157,6 +165,7 @@ def top_regions(
     ----------
     weights : (K,) float ndarray
     k : int >= 1, how many of each sign
+    alpha : float in [0, 1], opacity of the tint
     dim_others : float in [0, 1], how much the other regions are darkened
     show_boundaries : draw the boundaries of the tinted regions
 
@@ -166,6 +175,8 @@ def top_regions(
     """
     img = _check(image, segments, weights)
     k = check_int("k", k, 1)
+    alpha = check_float("alpha", alpha, 0.0, 1.0)
+    dim_others = check_float("dim_others", dim_others, 0.0, 1.0)
     weights = np.asarray(weights, np.float64)
     order = np.argsort(-weights, kind="stable")
     pos = [i for i in order[:k] if weights[i] > 0] if positive else []
@@ -198,11 +209,16 @@ def region_colors(n: int, seed: int = 7) -> np.ndarray:
 def region_map(image: np.ndarray, segments: np.ndarray, *, alpha: float = 0.45) -> np.ndarray:
     """Every region in its own colour over the image, with boundaries.
 
+    Parameters
+    ----------
+    alpha : float in [0, 1], opacity of the colours
+
     Returns
     -------
     (H, W, 3) uint8 ndarray.
     """
     img = _check(image, segments)
+    alpha = check_float("alpha", alpha, 0.0, 1.0)
     colours = region_colors(int(segments.max()) + 1)[segments]
     out = (1 - alpha) * img + alpha * colours
     out[find_boundaries(segments, mode="inner")] = 1.0

@@ -15,7 +15,15 @@ import numpy as np
 from scipy import ndimage as ndi
 from skimage import color, filters, measure, segmentation, transform
 
-from ._validate import LimecraftError, as_float_image, check_choice, check_int, check_label_map
+from ._validate import (
+    MAX_PIXELS,
+    LimecraftError,
+    as_float_image,
+    check_choice,
+    check_float,
+    check_int,
+    check_label_map,
+)
 
 __all__ = [
     "METHODS",
@@ -44,6 +52,33 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "watershed": {"n_segments": 50, "compactness": 0.001},
     "grid": {"n_segments": 49},
 }
+
+#: Valid range of every method parameter: (low, high, low is open, is an integer).
+PARAM_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "n_segments": (1, 5000, False, True),
+    "kernel_size": (1.0, 100.0, False, False),
+    "max_dist": (0.0, 10_000.0, True, False),
+    "ratio": (0.0, 1.0, False, False),
+    "compactness": (0.0, 1000.0, False, False),
+    "sigma": (0.0, 100.0, False, False),
+    "scale": (0.0, 1e9, True, False),
+    "min_size": (1, MAX_PIXELS, False, True),
+}
+
+
+def _check_params(method: str, p: dict[str, Any]) -> dict[str, Any]:
+    """Check every parameter against ``PARAM_RANGES``; the error names the range."""
+    out = dict(p)
+    for name, value in p.items():
+        if value is None and name == "min_size":
+            continue  # searched for the target count (felzenszwalb)
+        lo, hi, lo_open, integer = PARAM_RANGES[name]
+        what = f"{method} parameter {name}"
+        if integer:
+            out[name] = check_int(what, value, int(lo), int(hi))
+        else:
+            out[name] = check_float(what, value, lo, hi, lo_open=lo_open)
+    return out
 
 
 def relabel(labels: np.ndarray) -> np.ndarray:
@@ -89,7 +124,7 @@ def _params_for(method: str, area: int, n_segments: int | None, params: Mapping[
             f"unknown parameter(s) {sorted(unknown)} for {method}; valid: {sorted(p)}"
         )
     p.update(params)
-    return p
+    return _check_params(method, p)
 
 
 def _felzenszwalb_min_size(img: np.ndarray, n_segments: int, sigma: float) -> int:
@@ -185,6 +220,12 @@ def _at_working_size(img: np.ndarray, working_size: int | None) -> np.ndarray:
     return transform.resize(img, size, anti_aliasing=True, preserve_range=True).astype(np.float32)
 
 
+def _check_working_size(working_size: int | None) -> int | None:
+    if working_size is None:
+        return None
+    return check_int("working_size", working_size, 16, 100_000)
+
+
 def segment(
     image: np.ndarray,
     method: str = "quickshift",
@@ -211,19 +252,25 @@ def segment(
     working_size : int or None
         Segment a copy whose longer side is at most this many pixels, then scale the labels
         back up (nearest neighbour). ``None`` segments at full resolution.
-    seed : int
+    seed : int in [0, 2**63 - 1]
         Seeds quickshift's tie-breaking.
 
     Returns
     -------
     (H, W) int32 ndarray with labels 0..K-1, no gaps, at the image's own resolution.
+
+    Raises
+    ------
+    LimecraftError
+        For an unknown method or parameter, or a value outside its range (``n_segments`` in
+        [1, 5000], ``working_size`` in [16, 100000], each parameter in ``PARAM_RANGES``).
     """
     img = as_float_image(image)
     check_choice("segmentation method", method, METHODS)
     if n_segments is not None:
         n_segments = check_int("n_segments", n_segments, 1, 5000)
-    if working_size is not None:
-        working_size = check_int("working_size", working_size, 16, 100_000)
+    working_size = _check_working_size(working_size)
+    seed = check_int("seed", seed, 0, 2**63 - 1)
     small = _at_working_size(img, working_size)
     labels = _segment_float(small, method, n_segments, params or {}, seed)
     if small.shape[:2] != img.shape[:2]:
@@ -430,13 +477,21 @@ def compose_regions(
     min_fragment : int, optional
         Automatic pieces smaller than this (pixels) are merged into the neighbour they share the
         longest border with. Default: 0.1% of the image, at least 4 pixels. Handcrafted regions
-        kept as one feature are never changed.
+        kept as one feature are never changed. In [0, MAX_PIXELS].
+    working_size : int in [16, 100000] or None, see :func:`segment`
+    seed : int in [0, 2**63 - 1]
 
     Returns
     -------
     Regions
         Handcrafted regions first (in mask order), then the outer regions. A region kept as one
         feature is exactly its mask minus later masks.
+
+    Raises
+    ------
+    LimecraftError
+        If a mask does not have the image's height and width, or a value is out of its range
+        (``inner_segments`` in [1, 1000], ``outer_segments`` in [1, 5000]).
     """
     img = as_float_image(image)
     shape = img.shape[:2]
@@ -459,8 +514,11 @@ def compose_regions(
         outer_segments = check_int("outer_segments", outer_segments, 1, 5000)
     check_choice("inner method", inner_method, METHODS)
     check_choice("outer method", outer_method, METHODS)
+    working_size = _check_working_size(working_size)
+    seed = check_int("seed", seed, 0, 2**63 - 1)
     if min_fragment is None:
         min_fragment = max(4, shape[0] * shape[1] // 1000)
+    min_fragment = check_int("min_fragment", min_fragment, 0, MAX_PIXELS)
 
     owner = np.zeros(shape, dtype=np.int32)  # 0 = rest of the image, i + 1 = handcrafted region i
     for i, m in enumerate(masks):

@@ -201,10 +201,23 @@ def test_progress_and_cancel(photo):
         batch_size=16,
         segmentation="grid",
         n_segments=4,
+        dedup=False,
         progress=lambda d, t: calls.append((d, t)),
     )
     assert calls[-1][0] == calls[-1][1] == 100 + 2 * 4
     assert all(a[0] < b[0] for a, b in itertools.pairwise(calls))
+    # With deduplication (the default) 4 regions have only 16 distinct masks to score.
+    calls.clear()
+    e = explain(
+        photo,
+        ChannelMeans(),
+        samples=100,
+        batch_size=16,
+        segmentation="grid",
+        n_segments=4,
+        progress=lambda d, t: calls.append((d, t)),
+    )
+    assert calls[-1][0] == calls[-1][1] == e.settings["model_passes"] <= 16
     n = {"batches": 0}
 
     def cancel():
@@ -284,7 +297,15 @@ def test_out_of_memory_halves_the_batch_and_retries(photo):
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return x.mean(dim=(2, 3))
 
-    res = explain(photo, small_memory, samples=40, batch_size=16, segmentation="grid", n_segments=4)
+    res = explain(
+        photo,
+        small_memory,
+        samples=40,
+        batch_size=16,
+        segmentation="grid",
+        n_segments=4,
+        dedup=False,
+    )
     ref = explain(
         photo,
         lambda x: x.mean(dim=(2, 3)),

@@ -111,6 +111,7 @@ def test_repeats_share_one_batched_pass(photo):
         batch_size=1000,
         segmentation="grid",
         n_segments=4,
+        dedup=False,
         compute_deltas=False,
     )
     assert calls == [120]  # 3 repeats x 40 samples in one call
