@@ -12,13 +12,15 @@ A whole pickled model (``torch.save(model)``) is refused: unpickling it could ru
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import os
 import pickle
 import threading
 import warnings
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,18 @@ def _safe_torch_load(f: Any, *args: Any, **kwargs: Any) -> Any:
 _ORIG_TORCH_LOAD = torch.load
 
 
+@contextlib.contextmanager
+def _quiet_torch_export() -> Iterator[None]:
+    """torch.export logs a traceback when a file cannot be read; the error we raise says it all."""
+    log = logging.getLogger("torch.export")
+    saved = log.disabled
+    log.disabled = True
+    try:
+        yield
+    finally:
+        log.disabled = saved
+
+
 def _check_file(path: Path) -> None:
     if not path.exists():
         raise LimecraftError(f"model file {str(path)!r} does not exist")
@@ -88,7 +102,12 @@ def _load_export(path: Path) -> torch.nn.Module:
     """Load a torch.export program with every inner pickle restricted to tensors."""
     from torch.export.pt2_archive import _package
 
-    with _EXPORT_LOCK:
+    if not zipfile.is_zipfile(path):
+        raise LimecraftError(
+            f"model file {str(path)!r} is not a torch.export program (a .pt2 file is a zip "
+            "archive, and this is not one)"
+        )
+    with _EXPORT_LOCK, _quiet_torch_export():
         saved_pickle, saved_load, saved_c = _package.pickle, torch.load, torch._C._pickle_load_obj
         _package.pickle = _SafePickle()  # type: ignore[assignment]
         torch.load = _safe_torch_load  # type: ignore[assignment]
