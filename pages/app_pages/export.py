@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import streamlit as st
@@ -14,6 +15,46 @@ from pages.lib import state
 MAX_JSON_BYTES = 100 * 2**20
 
 
+def _clamp(value: object, lo: float, hi: float, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        return default
+    return min(max(value, lo), hi)
+
+
+def restored_settings(
+    saved: dict, n_classes: int, current: state.ExplainSettings
+) -> state.ExplainSettings:
+    """The Explain settings of a restored explanation, within what the settings controls accept.
+
+    A JSON file is untrusted: a value of the wrong type falls back to the current setting, and
+    a number is clamped to the control's range (a widget given a value outside its range would
+    stop the page).
+    """
+    fill = saved.get("fill")
+    if not (isinstance(fill, str) and (fill in lc.FILLS or re.fullmatch(r"#[0-9a-fA-F]{6}", fill))):
+        fill = current.fill
+    sampling = saved.get("sampling")
+    if sampling not in lc.SCHEMES:
+        sampling = current.sampling
+    width = saved.get("kernel_width")
+    if width != "uniform":
+        width = _clamp(width, 0.01, 10.0, 0.25)
+    target = saved.get("target")
+    if isinstance(target, bool) or not isinstance(target, int) or target < 0:
+        target = None
+    return state.ExplainSettings(
+        samples=int(_clamp(saved.get("samples"), 50, 20000, current.samples)),
+        sampling=sampling,
+        fill=fill,
+        kernel_width=width,
+        seed=int(_clamp(saved.get("seed"), 0, 2**31 - 1, current.seed)),
+        top_labels=int(_clamp(n_classes, 1, 10, 1)),
+        target=target,
+        ridge_alpha=float(_clamp(saved.get("ridge_alpha"), 0.0, 1e6, 1.0)),
+        repeats=int(_clamp(saved.get("repeats"), 1, 20, 1)),
+    )
+
+
 def _restore(s: state.AppState) -> None:
     up = st.session_state.get("restore_upload")
     if up is None:
@@ -23,8 +64,12 @@ def _restore(s: state.AppState) -> None:
         if len(data) > MAX_JSON_BYTES:
             raise lc.LimecraftError(f"the file is over {MAX_JSON_BYTES // 2**20} MB")
         ex = lc.Explanation.from_json(data)
-    except lc.LimecraftError as e:
-        s.message = f"That file was not restored: {e}"
+    except (lc.LimecraftError, RecursionError, OverflowError, MemoryError) as e:
+        # Nesting too deep, or a number too large for an index: refused, like any bad file.
+        detail = str(e) or type(e).__name__
+        if isinstance(e, RecursionError):
+            detail = "the JSON is nested too deeply"
+        s.message = f"That file was not restored: {detail}"
         return
     if ex.segments.shape != s.image.shape[:2]:
         s.message = (
@@ -35,21 +80,7 @@ def _restore(s: state.AppState) -> None:
     s.explanation, s.explanation_auto = ex, None
     s.hand, s.merges, s.selected, s.edits = [], [], frozenset(), []
     s.restored = lc.Regions(ex.segments, ex.region_keys, ex.region_names)
-    st_ = ex.settings
-    try:
-        s.settings = state.ExplainSettings(
-            samples=int(st_["samples"]),
-            sampling=str(st_["sampling"]),
-            fill=str(st_["fill"]),
-            kernel_width=st_["kernel_width"] if st_.get("kernel_width") is not None else 0.25,
-            seed=int(st_["seed"]),
-            top_labels=len(ex.classes),
-            target=st_.get("target"),
-            ridge_alpha=float(st_["ridge_alpha"]),
-            repeats=int(st_.get("repeats") or 1),
-        )
-    except (KeyError, TypeError, ValueError):
-        pass  # settings are informative here; the regions and results are what is restored
+    s.settings = restored_settings(ex.settings, len(ex.classes), s.settings)
     for key in (
         "set_samples",
         "set_sampling",

@@ -23,12 +23,17 @@ def trust_controls(s: state.AppState) -> state.ExplainSettings:
         "Repeats",
         2,
         20,
-        max(5, s.settings.repeats),
+        min(max(5, s.settings.repeats), 20),
         key="tr_repeats",
         help="Seeds seed..seed+R-1, all in one batched pass",
     )
     samples = c2.number_input(
-        "Samples per repeat (N)", 100, 20000, s.settings.samples, 100, key="tr_samples"
+        "Samples per repeat (N)",
+        100,
+        20000,
+        min(max(s.settings.samples, 100), 20000),
+        100,
+        key="tr_samples",
     )
     expand = c3.number_input(
         "Mask expansion (px)",
