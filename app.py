@@ -12,9 +12,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
-from pages.lib import state
+from pages.lib import auth, state
 
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
+
+# Access control (LIMECRAFT_AUTH): until this session signs in, only the sign-in shows.
+auth.gate()
 
 app = state.get()
 state.sidebar(app)
