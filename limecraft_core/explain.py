@@ -37,7 +37,6 @@ from .perturbation import (
     sample_masks,
 )
 from .segmentation import (
-    DEFAULT_WORKING_SIZE,
     METHODS,
     Regions,
     compose_regions,
@@ -441,7 +440,7 @@ def _regions_for(
     inner_method: str,
     outer_segments: int | None,
     region_names: Sequence[str] | None,
-    working_size: int | None,
+    working_size: int | str | None,
     seed: int,
 ) -> Regions:
     shape = img.shape[:2]
@@ -524,7 +523,7 @@ def explain(
     channels_last: bool | None = None,
     arch: str | None = None,
     blur_sigma: float | None = None,
-    working_size: int | None = DEFAULT_WORKING_SIZE,
+    working_size: int | str | None = "auto",
     compute_deltas: bool = True,
     mask_expansion: int = 0,
     dedup: bool = True,
@@ -571,7 +570,8 @@ def explain(
         the weights (see bench/README.md).
     channels_last : bool, optional; NHWC memory format for the model (default: on a GPU only)
     arch : str, optional; the torchvision architecture of a state_dict file given as ``model``
-    working_size : int or None; segmentation runs at most at this longer side
+    working_size : int, "auto" or None; segmentation runs at most at this longer side
+        (auto: 384 px for quickshift, 512 for the others)
     compute_deltas : bool; also run the 2K single-region passes (hide one, keep one)
     mask_expansion : int in [0, 64]; hidden regions grow by this many pixels (at the model's
         input size) so that an object's edges do not leak through the fill
