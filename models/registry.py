@@ -175,7 +175,6 @@ def load_classifier(
     precision: str = "auto",
     arch: str | None = None,
     pretrained: bool = True,
-    remote: bool = True,
     channels_last: bool | None = None,
 ) -> Classifier:
     """A :class:`~limecraft_core.Classifier` for a registry name or a model file.
@@ -183,37 +182,9 @@ def load_classifier(
     Registry names bring their own input size, normalisation and class names; the keyword
     arguments override them. Model files default to the size a ``.pt2`` program was traced at
     (else 224 px), no normalisation, and ``class i`` names.
-
-    When ``LIMECRAFT_RAY_ADDRESS`` is set (and ``remote``), a registry name gives a
-    :class:`models.remote.RemoteClassifier` that runs on the Ray Serve deployment of that name;
-    model files always run locally.
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
-    if remote and not (_is_path(spec) or arch is not None):
-        from .remote import load_remote, remote_config
-
-        config = remote_config()
-        if config is not None:
-            if input_size is not None or normalize is not None:
-                raise LimecraftError(
-                    "input_size and normalize are the deployment's for a model served by Ray; "
-                    "unset LIMECRAFT_RAY_ADDRESS to override them locally"
-                )
-            model_info(spec)  # raises for unknown names
-            return load_remote(
-                spec,
-                config,
-                labels=labels,
-                local=lambda: load_classifier(
-                    spec,
-                    labels=labels,
-                    device=device,
-                    precision=precision,
-                    pretrained=pretrained,
-                    remote=False,
-                ),
-            )
     module = load_module(spec, arch=arch, pretrained=pretrained)
     if _is_path(spec) or arch is not None:
         size = input_size or getattr(module, "limecraft_input_size", None) or 224
