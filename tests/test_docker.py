@@ -454,3 +454,125 @@ def test_the_app_opens_with_the_default_model_from_the_environment():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
     )
     assert r.returncode == 0 and r.stdout.strip() == "resnet18", r.stderr
+
+
+# ----------------------------------------------------------------------------- reverse proxy
+
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+
+
+def test_nginx_example_has_what_a_streamlit_proxy_needs():
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    stream = re.search(r"location /limecraft/_stcore/stream \{(.*?)\}", conf, re.S)
+    assert stream, "no location for the WebSocket"
+    body = stream.group(1)
+    assert "proxy_http_version 1.1;" in body
+    assert "proxy_set_header Upgrade $http_upgrade;" in body
+    assert re.search(r"proxy_set_header Connection \$\w+;", body)
+    assert re.search(r"proxy_read_timeout \d+[dh];", body)
+    assert "ip_hash;" in conf  # sticky sessions over the replicas
+    size = re.search(r"client_max_body_size (\d+)m;", conf)
+    limit = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
+    assert size and int(size.group(1)) >= limit["maxUploadSize"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (NGINX and shutil.which("openssl")), reason="nginx or openssl is not installed"
+)
+def test_nginx_example_proxies_two_replicas_and_upgrades_the_websocket(dockerfile, tmp_path):
+    """deploy/nginx.conf as written, with only addresses, ports and certificate paths changed."""
+    import base64
+    import socket
+    import ssl
+
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=localhost", "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    ports = [_free_port() for _ in range(4)]
+    https, http, replicas = ports[0], ports[1], ports[2:]
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    conf = conf.replace("listen 443 ssl;", f"listen 127.0.0.1:{https} ssl;")
+    conf = conf.replace("listen 80;", f"listen 127.0.0.1:{http};")
+    conf = conf.replace("server 127.0.0.1:8501;", f"server 127.0.0.1:{replicas[0]};")
+    conf = conf.replace("server 127.0.0.1:8502;", f"server 127.0.0.1:{replicas[1]};")
+    conf = re.sub(r"ssl_certificate .*;", f"ssl_certificate {tmp_path / 'cert.pem'};", conf)
+    conf = re.sub(r"ssl_certificate_key .*;", f"ssl_certificate_key {tmp_path / 'key.pem'};", conf)
+    (tmp_path / "limecraft.conf").write_text(conf)
+    (tmp_path / "nginx.conf").write_text(
+        f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;\n"
+        "events {}\n"
+        f"http {{ access_log off; client_body_temp_path {tmp_path}/body; "
+        f"proxy_temp_path {tmp_path}/proxy; include {tmp_path}/limecraft.conf; }}\n"
+    )
+    nginx_cmd = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
+    checked = subprocess.run([*nginx_cmd, "-t"], capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stderr
+
+    secret = "s" * 64
+    started = []
+    try:
+        for i, port in enumerate(replicas):
+            (tmp_path / str(i)).mkdir()
+            env = {
+                "STREAMLIT_SERVER_PORT": str(port),
+                "STREAMLIT_SERVER_BASE_URL_PATH": "limecraft",
+                "STREAMLIT_SERVER_COOKIE_SECRET": secret,
+            }
+            health = f"http://127.0.0.1:{port}/limecraft/_stcore/health"
+            started.append(_run_entrypoint(dockerfile, tmp_path / str(i), env, health))
+        proxy = subprocess.Popen(nginx_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            tls = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+            tls.check_hostname = False
+            base = f"https://127.0.0.1:{https}/limecraft"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    with urllib.request.urlopen(base + "/_stcore/health", context=tls) as r:
+                        assert r.read() == b"ok"
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
+            with urllib.request.urlopen(base + "/", context=tls) as r:
+                assert b"<title>Streamlit</title>" in r.read()
+            # the WebSocket handshake goes through the proxy: 101 Switching Protocols
+            key = base64.b64encode(os.urandom(16)).decode()
+            with (
+                socket.create_connection(("127.0.0.1", https), timeout=10) as raw,
+                tls.wrap_socket(raw) as s,
+            ):
+                s.sendall(
+                    (
+                        "GET /limecraft/_stcore/stream HTTP/1.1\r\n"
+                        f"Host: 127.0.0.1:{https}\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Protocol: streamlit\r\n"
+                        f"Origin: https://127.0.0.1:{https}\r\n\r\n"
+                    ).encode()
+                )
+                head = s.recv(4096).decode("latin-1")
+            assert head.startswith("HTTP/1.1 101"), head
+            # port 80 sends browsers to HTTPS
+            plain = urllib.request.Request(f"http://127.0.0.1:{http}/limecraft/", method="HEAD")
+            with pytest.raises(urllib.error.HTTPError) as redirect:
+                opener = urllib.request.build_opener(_NoRedirect)
+                opener.open(plain, timeout=5)
+            redirect.value.close()
+            assert redirect.value.code == 301
+            assert redirect.value.headers["Location"].startswith("https://")
+        finally:
+            proxy.terminate()
+            proxy.wait(10)
+    finally:
+        for proc, log in started:
+            _stop(proc, log)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
