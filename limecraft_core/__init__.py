@@ -58,6 +58,7 @@ from .surrogate import (
     make_kernel,
     uniform_kernel,
 )
+from .workqueue import QueuedClassifier, QueueStatus, WorkQueue
 
 __all__ = [
     "EDIT_FILLS",
@@ -78,8 +79,11 @@ __all__ = [
     "MaskCache",
     "MaskSample",
     "ModelError",
+    "QueueStatus",
+    "QueuedClassifier",
     "Regions",
     "SurrogateFit",
+    "WorkQueue",
     "__version__",
     "apply_edit",
     "apply_edits",

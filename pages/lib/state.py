@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +165,25 @@ def classifier(name: str) -> lc.Classifier:
     return registry.load_classifier(name)
 
 
+@st.cache_resource
+def work_queue() -> lc.WorkQueue:
+    """One bounded queue in front of the device for every session of this process: concurrent
+    Explains are served in turn and combined into shared forward passes."""
+    return lc.WorkQueue(max_jobs=int(os.environ.get("LIMECRAFT_MAX_QUEUED", "64")))
+
+
+def session_alive() -> Callable[[], bool]:
+    """A liveness check for this browser session (False once the tab is closed)."""
+    from streamlit.runtime import Runtime, exists
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or not exists():
+        return lambda: True
+    runtime, sid = Runtime.instance(), ctx.session_id
+    return lambda: runtime.is_active_session(sid)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def segment(
     image: np.ndarray, method: str, n_segments: int, params: tuple[tuple[str, float], ...] = ()
@@ -295,9 +315,18 @@ def run_explain(
             text=f"{status_label}: {done}/{total} model passes, about {left:.0f} s left",
         )
 
+    def waiting(q: lc.QueueStatus) -> None:
+        if q.position > 0:
+            bar.progress(
+                0.0,
+                text=f"{status_label}: waiting for the model, {q.position} "
+                f"explanation{'s' if q.position > 1 else ''} ahead of yours",
+            )
+
+    queued = lc.QueuedClassifier(clf, work_queue(), alive=session_alive(), on_wait=waiting)
     ex = lc.explain(
         image,
-        clf,
+        queued,
         segments=reg,
         samples=settings.samples,
         seed=settings.seed,

@@ -1,0 +1,313 @@
+"""One bounded work queue in front of a device, shared by every session of a process.
+
+Each Explain hands its perturbations over as chunks of binary masks (a few KB each) together
+with its image, fill and label map. One worker thread per queue owns the device: it takes the
+next chunk of each waiting job in turn (round-robin, so a long job does not starve a short one),
+composes their images next to the model, and runs chunks of the same classifier and input size
+through the model in one forward pass. The results go back to each job in order.
+
+A job whose session has gone (its ``alive`` callable returns False), or that was cancelled, is
+dropped before its next chunk. The queue holds at most ``max_jobs`` jobs; one more is refused
+with a message that says how many are waiting.
+
+    queue = WorkQueue()
+    clf = QueuedClassifier(shared_classifier, queue, alive=lambda: session_is_open)
+    explain(image, clf, ...)            # as usual; the forward passes go through the queue
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ._validate import Cancelled, LimecraftError, check_int
+from .classifier import Classifier
+from .perturbation import compose_batch
+
+__all__ = ["QueueStatus", "QueuedClassifier", "WorkQueue"]
+
+
+@dataclass
+class _Chunk:
+    masks: np.ndarray
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class _Job:
+    id: int
+    clf: Classifier
+    image: torch.Tensor
+    fill: torch.Tensor
+    labels: torch.Tensor
+    expand: int
+    alive: Callable[[], bool] | None
+    chunks: deque[_Chunk]
+    started: float = field(default_factory=time.perf_counter)
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """Where a job stands: ``position`` 0 is served next; ``jobs`` are waiting in all."""
+
+    position: int
+    jobs: int
+    chunks_left: int
+
+
+class WorkQueue:
+    """A bounded, fair, micro-batching queue with one worker thread that owns the device.
+
+    Parameters
+    ----------
+    max_jobs : int in [1, 10000]; jobs (Explains) that may wait at once
+    max_batch : int in [1, 65536], optional; images per combined forward pass (default: twice
+        the engine's default batch size for the device and image size)
+    """
+
+    def __init__(self, max_jobs: int = 64, max_batch: int | None = None) -> None:
+        self.max_jobs = check_int("max_jobs", max_jobs, 1, 10_000)
+        self.max_batch = None if max_batch is None else check_int("max_batch", max_batch, 1, 65536)
+        self._jobs: deque[_Job] = deque()
+        self._cv = threading.Condition()
+        self._ids = itertools.count(1)
+        self._worker: threading.Thread | None = None
+        self._closed = False
+        self.forward_calls = 0
+        self.combined_calls = 0  # forward passes that served more than one job
+        self.images = 0
+
+    # ---------------------------------------------------------------- submitting side
+
+    def submit(
+        self,
+        clf: Classifier,
+        image: torch.Tensor,
+        fill: torch.Tensor,
+        labels: torch.Tensor,
+        masks: np.ndarray,
+        chunk: int,
+        *,
+        expand: int = 0,
+        alive: Callable[[], bool] | None = None,
+    ) -> tuple[int, list[Future]]:
+        """Queue one job: ``masks`` in chunks of ``chunk``. Returns its id and one future per
+        chunk, each resolving to that chunk's (B, C) scores on the device."""
+        chunks = deque(_Chunk(masks[i : i + chunk]) for i in range(0, len(masks), chunk))
+        with self._cv:
+            if self._closed:
+                raise LimecraftError("the work queue has been shut down")
+            if len(self._jobs) >= self.max_jobs:
+                raise LimecraftError(
+                    f"the server is busy: {len(self._jobs)} explanations are waiting (at most "
+                    f"{self.max_jobs}); try again in a minute"
+                )
+            job = _Job(next(self._ids), clf, image, fill, labels, expand, alive, chunks)
+            futures = [c.future for c in chunks]
+            if chunks:
+                self._jobs.append(job)
+                self._ensure_worker()
+                self._cv.notify_all()
+        return job.id, futures
+
+    def drop(self, job_id: int) -> int:
+        """Remove a job's pending chunks (their futures are cancelled). Returns how many."""
+        with self._cv:
+            for job in list(self._jobs):
+                if job.id == job_id:
+                    self._jobs.remove(job)
+                    for c in job.chunks:
+                        c.future.cancel()
+                    return len(job.chunks)
+        return 0
+
+    def status(self, job_id: int) -> QueueStatus | None:
+        """The job's place in the rotation, or None when it has nothing left to run."""
+        with self._cv:
+            for i, job in enumerate(self._jobs):
+                if job.id == job_id:
+                    return QueueStatus(i, len(self._jobs), len(job.chunks))
+        return None
+
+    def pending(self) -> int:
+        """Jobs waiting or running."""
+        with self._cv:
+            return len(self._jobs)
+
+    def shutdown(self) -> None:
+        """Stop the worker after the current pass; pending chunks are cancelled."""
+        with self._cv:
+            self._closed = True
+            for job in self._jobs:
+                for c in job.chunks:
+                    c.future.cancel()
+            self._jobs.clear()
+            self._cv.notify_all()
+        if self._worker is not None:
+            self._worker.join(timeout=30)
+
+    # ---------------------------------------------------------------- worker side
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(
+                target=self._loop, name="limecraft-work-queue", daemon=True
+            )
+            self._worker.start()
+
+    def _take(self) -> list[tuple[_Job, _Chunk]]:
+        """The next chunk of each job in turn, for one classifier and size, up to max_batch."""
+        with self._cv:
+            while not self._jobs and not self._closed:
+                self._cv.wait()
+            if self._closed:
+                return []
+            dead = [j for j in self._jobs if j.alive is not None and not _safe(j.alive)]
+            for j in dead:
+                self._jobs.remove(j)
+                for c in j.chunks:
+                    c.future.set_exception(Cancelled("the session has closed"))
+            if not self._jobs:
+                return []
+            first = self._jobs[0]
+            shape = tuple(first.image.shape)
+            limit = self.max_batch or 2 * len(first.chunks[0].masks)
+            taken: list[tuple[_Job, _Chunk]] = []
+            size = 0
+            for job in list(self._jobs):
+                if job.clf is not first.clf or tuple(job.image.shape) != shape:
+                    continue
+                c = job.chunks[0]
+                if taken and size + len(c.masks) > limit:
+                    break
+                job.chunks.popleft()
+                taken.append((job, c))
+                size += len(c.masks)
+                # round-robin: a job that was served moves to the back of the line
+                self._jobs.remove(job)
+                if job.chunks:
+                    self._jobs.append(job)
+            return taken
+
+    def _loop(self) -> None:
+        while True:
+            taken = self._take()
+            if not taken:
+                with self._cv:
+                    if self._closed:
+                        return
+                continue
+            taken = [(j, c) for j, c in taken if c.future.set_running_or_notify_cancel()]
+            if not taken:
+                continue
+            try:
+                outs = self._forward(taken)
+            except BaseException as e:  # handed to the waiting sessions
+                for _, c in taken:
+                    c.future.set_exception(e)
+                continue
+            for (_, c), out in zip(taken, outs, strict=True):
+                c.future.set_result(out)
+
+    def _forward(self, taken: list[tuple[_Job, _Chunk]]) -> list[torch.Tensor]:
+        clf = taken[0][0].clf
+        image = taken[0][0].image
+        sizes = [len(c.masks) for _, c in taken]
+        batch = torch.empty((sum(sizes), *image.shape), dtype=image.dtype, device=image.device)
+        start = 0
+        for (job, c), n in zip(taken, sizes, strict=True):
+            m = torch.from_numpy(c.masks).to(image.device, non_blocking=True)
+            compose_batch(
+                job.image, job.fill, job.labels, m, out=batch[start : start + n], expand=job.expand
+            )
+            start += n
+        out = clf(batch)
+        self.forward_calls += 1
+        self.images += len(batch)
+        if len({id(j) for j, _ in taken}) > 1:
+            self.combined_calls += 1
+        return list(torch.split(out, sizes))
+
+
+def _safe(alive: Callable[[], bool]) -> bool:
+    try:
+        return bool(alive())
+    except Exception:  # a broken liveness check counts as a closed session
+        return False
+
+
+class QueuedClassifier(Classifier):
+    """A shared Classifier whose forward passes go through a :class:`WorkQueue`.
+
+    It is what one session uses for one Explain; many of them can share one classifier and one
+    queue. ``on_wait(status)`` is called while the job waits, e.g. to show the queue position.
+    """
+
+    def __init__(
+        self,
+        inner: Classifier,
+        queue: WorkQueue,
+        *,
+        alive: Callable[[], bool] | None = None,
+        on_wait: Callable[[QueueStatus], None] | None = None,
+        poll_s: float = 0.1,
+    ) -> None:
+        # Share everything with the inner classifier; do not move or copy the model.
+        self.__dict__.update(inner.__dict__)
+        self.inner, self.queue, self.alive, self.on_wait = inner, queue, alive, on_wait
+        self.poll_s = poll_s
+        self.job_id: int | None = None
+
+    def __call__(self, batch: torch.Tensor) -> torch.Tensor:
+        return self.inner(batch)
+
+    def run_masks(
+        self,
+        image: torch.Tensor,
+        fill: torch.Tensor,
+        labels: torch.Tensor,
+        masks: np.ndarray,
+        batch_size: int,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        expand: int = 0,
+    ) -> torch.Tensor:
+        if len(masks) == 0:
+            return torch.empty(0)
+        job, futures = self.queue.submit(
+            self.inner, image, fill, labels, masks, batch_size, expand=expand, alive=self.alive
+        )
+        self.job_id = job
+        outs: list[torch.Tensor] = []
+        done = 0
+        try:
+            for f in futures:
+                while True:
+                    if cancel is not None and cancel():
+                        raise Cancelled("cancelled")
+                    try:
+                        outs.append(f.result(timeout=self.poll_s).float())
+                        break
+                    except TimeoutError:
+                        if self.on_wait is not None:
+                            st = self.queue.status(job)
+                            if st is not None:
+                                self.on_wait(st)
+                    except CancelledError:
+                        raise Cancelled("cancelled") from None
+                done += len(outs[-1])
+                if progress is not None:
+                    progress(done, len(masks))
+        finally:
+            if done < len(masks):
+                self.queue.drop(job)  # cancelled, closed or failed: free the device for others
+        return torch.cat(outs)

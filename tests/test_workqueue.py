@@ -1,0 +1,179 @@
+"""The shared work queue: equal results, cross-session batching, fairness, drops and bounds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, explain
+from limecraft_core.workqueue import QueuedClassifier, WorkQueue
+from tests.toys import LinearPixels
+
+KW = dict(samples=200, segmentation="grid", n_segments=9, input_size=32, batch_size=20)
+
+
+class Slow(torch.nn.Module):
+    """LinearPixels that takes a while per forward and counts batch sizes."""
+
+    def __init__(self, delay: float = 0.02) -> None:
+        super().__init__()
+        self.inner = LinearPixels((32, 32))
+        self.delay = delay
+        self.sizes: list[int] = []
+        self.lock = threading.Lock()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with self.lock:
+            self.sizes.append(x.shape[0])
+        time.sleep(self.delay)
+        return self.inner(x)
+
+
+@pytest.fixture
+def queue():
+    q = WorkQueue()
+    yield q
+    q.shutdown()
+
+
+def shared(model: torch.nn.Module) -> Classifier:
+    return Classifier(model, input_size=32, device="cpu")
+
+
+def test_queued_equals_local(photo, queue):
+    clf = shared(LinearPixels((32, 32)))
+    local = explain(photo, clf, **KW)
+    remote = explain(photo, QueuedClassifier(clf, queue), **KW)
+    np.testing.assert_allclose(remote.weights, local.weights, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(remote.deltas, local.deltas, rtol=1e-6, atol=1e-7)
+    assert queue.forward_calls >= 1 and queue.pending() == 0
+
+
+def test_two_sessions_share_forward_passes(photo, queue):
+    model = Slow()
+    clf = shared(model)
+    other = np.ascontiguousarray(photo[::-1])  # a different image for the second session
+    expected = [explain(img, clf, dedup=False, **KW).weights for img in (photo, other)]
+    model.sizes.clear()
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def session(i: int, img: np.ndarray) -> None:
+        try:
+            barrier.wait()
+            results[i] = explain(img, QueuedClassifier(clf, queue), dedup=False, **KW).weights
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=session, args=(i, im)) for i, im in enumerate((photo, other))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    for i in (0, 1):
+        np.testing.assert_allclose(results[i], expected[i], rtol=1e-5, atol=1e-6)
+    rows = 2 * (200 + 2 * 9)
+    assert sum(model.sizes) == queue.images == rows
+    # Batches of 20 from two sessions were combined into passes of 40.
+    assert queue.combined_calls >= 1 and max(model.sizes) == 40
+    assert queue.forward_calls == len(model.sizes) < rows / 20
+
+
+def test_round_robin_and_position(queue):
+    clf = shared(Slow(delay=0.05))
+    image = torch.rand(3, 32, 32)
+    labels = torch.arange(32 * 32).reshape(32, 32) // 256
+    masks = np.ones((40, 4), bool)
+    a, fa = queue.submit(clf, image, image, labels, masks, 10)
+    b, fb = queue.submit(clf, image, image, labels, masks[:10], 10)
+    st_b = queue.status(b)
+    assert st_b is not None and st_b.jobs == 2 and st_b.position in (0, 1)
+    fb[0].result(timeout=10)
+    # the short job finished before the long one's last chunk
+    assert not fa[-1].done() or fa[-1].result() is not None
+    for f in fa:
+        f.result(timeout=10)
+    assert queue.status(a) is None and queue.pending() == 0
+
+
+def test_closed_session_work_is_dropped(photo, queue):
+    model = Slow(delay=0.01)
+    state = {"open": True}
+
+    def progress(done, total):
+        if done >= 40:
+            state["open"] = False  # the user closed the tab
+
+    clf = QueuedClassifier(shared(model), queue, alive=lambda: state["open"])
+    with pytest.raises(Cancelled):
+        explain(photo, clf, progress=progress, dedup=False, **KW)
+    assert queue.pending() == 0
+    assert sum(model.sizes) < 200  # the rest was never run
+
+
+def test_cancel_drops_pending_chunks(photo, queue):
+    model = Slow(delay=0.01)
+    calls = {"n": 0}
+
+    def cancel():
+        calls["n"] += 1
+        return calls["n"] > 3
+
+    with pytest.raises(Cancelled):
+        explain(photo, QueuedClassifier(shared(model), queue), cancel=cancel, dedup=False, **KW)
+    assert queue.pending() == 0 and sum(model.sizes) < 200
+
+
+def test_model_error_reaches_the_session_and_the_queue_goes_on(photo, queue):
+    class Flaky(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("boom")
+            return x.mean(dim=(2, 3))
+
+    clf = shared(Flaky())
+    with pytest.raises(ModelError, match="boom"):
+        explain(photo, QueuedClassifier(clf, queue), dedup=False, **KW)
+    assert queue.pending() == 0
+    ok = explain(photo, QueuedClassifier(clf, queue), dedup=False, **KW)
+    assert np.isfinite(ok.weights).all()
+
+
+def test_the_queue_is_bounded(queue):
+    q = WorkQueue(max_jobs=1)
+    try:
+        gate = threading.Event()
+
+        def blocked(x):
+            gate.wait(10)
+            return x.mean(dim=(2, 3))
+
+        clf = Classifier(blocked, device="cpu")
+        image = torch.rand(3, 8, 8)
+        labels = torch.zeros(8, 8, dtype=torch.int64)
+        _, futures = q.submit(clf, image, image, labels, np.ones((4, 1), bool), 2)
+        with pytest.raises(LimecraftError, match="busy: 1 explanations are waiting"):
+            q.submit(clf, image, image, labels, np.ones((4, 1), bool), 2)
+        gate.set()
+        assert all(f.result(timeout=10).shape == (2, 3) for f in futures)
+    finally:
+        q.shutdown()
+
+
+@pytest.mark.parametrize("kw", [dict(max_jobs=0), dict(max_batch=0)])
+def test_queue_settings_are_checked(kw):
+    with pytest.raises(LimecraftError):
+        WorkQueue(**kw)
