@@ -1,0 +1,164 @@
+"""Load test: K simulated sessions press Explain at once, in one app process.
+
+Each session is a Streamlit AppTest of the real app.py (its own session state, the shared model
+and the shared work queue), run in its own thread; it opens the app on the demo sample with the
+demo model, sets its own seed (so that no cache answers), and presses Explain with the app's
+default settings. No network is used.
+
+For each K, the same K Explains are also run one after another, and the table reports
+throughput concurrent / sequential, p50 and p95 latency of the concurrent runs, errors, the
+share of forward passes that served more than one session, and RSS growth.
+
+    python bench/bench_load.py                  # K = 1, 2, 4, 8
+    python bench/bench_load.py --ks 1,2 --samples 300
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+APP = str(ROOT / "app.py")
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def open_session(seed: int, samples: int) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.run()
+    if at.exception:
+        raise RuntimeError(at.exception[0].value)
+    at.number_input(key="set_seed").set_value(seed)
+    at.number_input(key="set_samples").set_value(samples)
+    at.run()
+    return at
+
+
+def press_explain(at: AppTest) -> float:
+    button = next(b for b in at.button if b.label == "Explain")
+    t = time.perf_counter()
+    button.click().run()
+    dt = time.perf_counter() - t
+    if at.exception:
+        raise RuntimeError(at.exception[0].value)
+    if at.error:
+        raise RuntimeError(at.error[0].value)
+    if at.session_state["app"].explanation is None:
+        raise RuntimeError("no explanation")
+    return dt
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+
+
+def run_k(k: int, samples: int, seed0: int) -> dict[str, Any]:
+    from pages.lib.state import work_queue
+
+    q = work_queue()
+    # Sequential: K sessions, one after another.
+    sessions = [open_session(seed0 + i, samples) for i in range(k)]
+    t = time.perf_counter()
+    seq_lat = [press_explain(at) for at in sessions]
+    seq_s = time.perf_counter() - t
+    # Concurrent: K new sessions (new seeds), all pressing Explain at once.
+    sessions = [open_session(seed0 + 1000 + i, samples) for i in range(k)]
+    calls0, combined0 = q.forward_calls, q.combined_calls
+    barrier = threading.Barrier(k)
+    lat: list[float] = []
+    errors: list[str] = []
+
+    def go(at: AppTest) -> None:
+        try:
+            barrier.wait()
+            lat.append(press_explain(at))
+        except Exception as e:  # counted and reported, never hidden
+            errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=go, args=(at,)) for at in sessions]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(900)
+    conc_s = time.perf_counter() - t
+    calls = q.forward_calls - calls0
+    return {
+        "k": k,
+        "sequential_s": seq_s,
+        "concurrent_s": conc_s,
+        "throughput_ratio": seq_s / conc_s,
+        "p50_s": statistics.median(lat) if lat else None,
+        "p95_s": percentile(lat, 0.95) if lat else None,
+        "sequential_p50_s": statistics.median(seq_lat),
+        "errors": errors,
+        "forward_calls": calls,
+        "shared_forward_calls": q.combined_calls - combined0,
+        "rss_mb": rss_mb(),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--ks", default="1,2,4,8")
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "load.json"))
+    args = ap.parse_args()
+    ks = [int(v) for v in args.ks.split(",")]
+    if max(ks) > 16 or min(ks) < 1:
+        ap.error("K must be in [1, 16]")
+    # Warm-up: load the model, compile the page, fill Streamlit's caches.
+    press_explain(open_session(99_999, args.samples))
+    rss0 = rss_mb()
+    rows = [run_k(k, args.samples, 10_000 * (i + 1)) for i, k in enumerate(ks)]
+    result = {
+        "samples": args.samples,
+        "rss_start_mb": rss0,
+        "rss_end_mb": rss_mb(),
+        "rows": rows,
+        "command": "python bench/bench_load.py " + " ".join(sys.argv[1:]),
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=2))
+    print(
+        "| K | throughput vs sequential | p50 s | p95 s | sequential p50 s | errors "
+        "| shared passes | RSS MB |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['k']} | {r['throughput_ratio']:.2f}x | {r['p50_s']:.2f} | {r['p95_s']:.2f} "
+            f"| {r['sequential_p50_s']:.2f} | {len(r['errors'])} "
+            f"| {r['shared_forward_calls']}/{r['forward_calls']} | {r['rss_mb']:.0f} |"
+        )
+    print(f"RSS growth over the whole run: {result['rss_end_mb'] - rss0:.0f} MB")
+    for r in rows:
+        for e in r["errors"]:
+            print(f"K={r['k']} error: {e}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
