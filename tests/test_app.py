@@ -74,6 +74,21 @@ def test_settings_reach_the_engine(at):
     )
 
 
+def test_speed_options_reach_the_engine(at):
+    at.number_input(key="set_samples").set_value(3000)
+    at.checkbox(key="set_early").check()
+    at.selectbox(key="set_precision").set_value("bf16")
+    at.run()
+    button(at, "Explain").click().run()
+    assert not at.exception
+    ex = state(at).explanation
+    assert ex.settings["precision"] == "bf16" and ex.settings["channels_last"] is True
+    assert ex.settings["early_stop"] == 0.9 and "early_stop" in ex.trust
+    # the demo model's explanation is stable long before 3000 samples
+    assert ex.settings["samples_used"] < 3000
+    assert any("stopped early" in s.value for s in at.success)
+
+
 def test_upload_an_image_and_a_bad_upload(at):
     photo = load_sample("coffee").image[:200, :300]
     at.sidebar.file_uploader[0].set_value(("coffee.png", png(photo), "image/png")).run()

@@ -37,10 +37,16 @@ with right:
             except (lc.LimecraftError, lc.ModelError) as e:
                 state.error(f"Explain failed: {e}")
     if s.explanation is not None:
-        t = s.explanation.timings
+        t, cfg = s.explanation.timings, s.explanation.settings
+        used, asked = cfg.get("samples_used", cfg["samples"]), cfg["samples"]
+        samples = f"{used} samples" + (
+            f" (stopped early: stable; {asked} allowed)" if used < asked else ""
+        )
+        passes = cfg.get("model_passes")
         st.success(
-            f"Explained {s.explanation.n_regions} regions with {s.explanation.settings['samples']} "
-            f"samples in {t['total_s']:.1f} s."
+            f"Explained {s.explanation.n_regions} regions with {samples} in "
+            f"{t['total_s']:.1f} s"
+            + (f", {passes} model passes (repeated masks scored once)." if passes else ".")
         )
 
 ex = s.explanation

@@ -52,6 +52,8 @@ def restored_settings(
         target=target,
         ridge_alpha=float(_clamp(saved.get("ridge_alpha"), 0.0, 1e6, 1.0)),
         repeats=int(_clamp(saved.get("repeats"), 1, 20, 1)),
+        early_stop=0.9 if saved.get("early_stop") is not None else None,
+        precision=saved.get("precision") if saved.get("precision") in ("fp32", "bf16") else "auto",
     )
 
 
