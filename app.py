@@ -12,9 +12,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
-from pages.lib import auth, state
+from limecraft_core import LimecraftError
 
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
+
+try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
+    from pages.lib import auth, state
+except LimecraftError as e:
+    st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
+    st.stop()
 
 # Access control (LIMECRAFT_AUTH): until this session signs in, only the sign-in shows.
 auth.gate()

@@ -212,3 +212,12 @@ def test_demo_walkthrough_adds_the_tag(at):
     s = state(at)
     assert [h.name for h in s.hand] == ["tag"]
     assert np.array_equal(s.hand[0].mask, s.tag_mask)
+
+
+def test_a_bad_default_model_setting_is_a_message_not_a_traceback(monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_DEFAULT_MODEL", "no-such-model")
+    app = AppTest.from_file(APP, default_timeout=120)
+    app.run()
+    assert not app.exception
+    assert "LIMECRAFT_DEFAULT_MODEL='no-such-model' is not a registered model" in app.error[0].value
+    assert not app.button  # nothing else of the app runs
