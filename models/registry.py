@@ -18,6 +18,7 @@ import torch
 from limecraft_core import Classifier, LimecraftError
 
 from . import zoo
+from .remote import load_remote, remote_config, remote_configured
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -93,6 +94,8 @@ def _zoo_info(name: str) -> ModelInfo:
     cached = zoo.is_cached(name)
     if cached:
         reason = ""
+    elif remote_configured():  # the Ray Serve replicas hold the weights
+        cached, reason = True, ""
     else:
         reason = (
             f"weights not in the cache: place {spec.filename} in {zoo.weights_path(name).parent}"
@@ -175,6 +178,7 @@ def load_classifier(
     precision: str = "auto",
     arch: str | None = None,
     pretrained: bool = True,
+    remote: bool = True,
     channels_last: bool | None = None,
 ) -> Classifier:
     """A :class:`~limecraft_core.Classifier` for a registry name or a model file.
@@ -182,9 +186,35 @@ def load_classifier(
     Registry names bring their own input size, normalisation and class names; the keyword
     arguments override them. Model files default to the size a ``.pt2`` program was traced at
     (else 224 px), no normalisation, and ``class i`` names.
+
+    When ``LIMECRAFT_RAY_ADDRESS`` is set (and ``remote``), a registry name gives a
+    :class:`models.remote.RemoteClassifier` that runs on the Ray Serve deployment of that name;
+    model files always run locally.
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
+    if remote and not (_is_path(spec) or arch is not None):
+        config = remote_config()
+        if config is not None:
+            if input_size is not None or normalize is not None:
+                raise LimecraftError(
+                    "input_size and normalize are the deployment's for a model served by Ray; "
+                    "unset LIMECRAFT_RAY_ADDRESS to override them locally"
+                )
+            model_info(spec)  # raises for unknown names
+            return load_remote(
+                spec,
+                config,
+                labels=labels,
+                local=lambda: load_classifier(
+                    spec,
+                    labels=labels,
+                    device=device,
+                    precision=precision,
+                    pretrained=pretrained,
+                    remote=False,
+                ),
+            )
     module = load_module(spec, arch=arch, pretrained=pretrained)
     if _is_path(spec) or arch is not None:
         size = input_size or getattr(module, "limecraft_input_size", None) or 224

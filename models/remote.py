@@ -1,0 +1,605 @@
+"""A classifier whose forward passes run on a Ray Serve deployment (``models/serve_app.py``).
+
+The front end (a Streamlit replica, the CLI) keeps the engine; only
+:meth:`~limecraft_core.Classifier.run_masks` goes over the network. It sends the image, the fill
+and the label map once (a *scene*, content-addressed by its digest), then the (N, K) binary masks
+in chunks, packed to bits: a few hundred bytes per chunk instead of the perturbed images (1000
+images of 224x224 are 150 MB). A replica composes the perturbations next to the model with the
+engine's own :func:`~limecraft_core.perturbation.compose_batch` and returns the (n, C) scores.
+
+The wire is plain HTTP to Serve's proxy, with ``.npz`` bodies read with ``allow_pickle=False``:
+front ends need no Ray, join no cluster, and unpickle nothing. This module imports no Ray.
+
+Configuration (environment)
+---------------------------
+``LIMECRAFT_RAY_ADDRESS``
+    Serve's HTTP address, e.g. ``http://ray-head:8000``. Unset: models run locally (the default).
+``LIMECRAFT_RAY_FALLBACK``
+    ``local``: when the cluster is unreachable, or a replica dies and the retry fails, run on
+    the local model and say so in the log and in :attr:`RemoteClassifier.status`. Default
+    ``none``: raise :class:`~limecraft_core.ModelError` with what to do.
+``LIMECRAFT_RAY_ROUTE``
+    Route prefix of the deployments (``/limecraft``); model ``m`` is served at ``ROUTE/m``.
+``LIMECRAFT_RAY_TIMEOUT``
+    Seconds to connect before the cluster counts as unreachable (3).
+``LIMECRAFT_RAY_READ_TIMEOUT``
+    Seconds to wait for one chunk's scores (300).
+``LIMECRAFT_RAY_INFLIGHT``
+    Chunks in flight per explanation (2), so a replica never waits for the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import io
+import json
+import logging
+import os
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
+
+__all__ = [
+    "RemoteClassifier",
+    "RemoteConfig",
+    "RemoteStatus",
+    "decode_arrays",
+    "encode_arrays",
+    "load_remote",
+    "pack_masks",
+    "remote_config",
+    "remote_configured",
+    "scene_key",
+    "small_labels",
+    "unpack_masks",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_ADDRESS = "LIMECRAFT_RAY_ADDRESS"
+ENV_FALLBACK = "LIMECRAFT_RAY_FALLBACK"
+ENV_ROUTE = "LIMECRAFT_RAY_ROUTE"
+ENV_TIMEOUT = "LIMECRAFT_RAY_TIMEOUT"
+ENV_READ_TIMEOUT = "LIMECRAFT_RAY_READ_TIMEOUT"
+ENV_INFLIGHT = "LIMECRAFT_RAY_INFLIGHT"
+DEFAULT_ROUTE = "/limecraft"
+FALLBACKS = ("none", "local")
+#: Largest request body a replica reads (decompressed), in bytes.
+MAX_BODY_BYTES = 256 * 1024 * 1024
+#: After a failure with fallback on, the cluster is tried again after this many seconds.
+RETRY_AFTER_S = 30.0
+#: More images than this in one ``__call__`` (rather than masks in ``run_masks``) is logged.
+_CALL_WARN = 8
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """Where the Serve deployments are and what to do when they cannot be reached.
+
+    Attributes
+    ----------
+    address : str, ``http://host:port`` of Serve's HTTP proxy
+    route : str, route prefix of the deployments, e.g. ``/limecraft``
+    fallback : {"none", "local"}
+    connect_timeout : float, seconds
+    read_timeout : float, seconds
+    inflight : int, chunks in flight per explanation
+    """
+
+    address: str
+    route: str = DEFAULT_ROUTE
+    fallback: str = "none"
+    connect_timeout: float = 3.0
+    read_timeout: float = 300.0
+    inflight: int = 2
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.address if "://" in self.address else f"http://{self.address}")
+        if parts.scheme != "http" or not parts.hostname:
+            raise LimecraftError(
+                f"{ENV_ADDRESS} must be Serve's HTTP address, like http://ray-head:8000; got "
+                f"{self.address!r} (a ray:// or GCS address is for Ray drivers, not front ends)"
+            )
+        if self.fallback not in FALLBACKS:
+            raise LimecraftError(
+                f"{ENV_FALLBACK} must be one of {', '.join(FALLBACKS)}; got {self.fallback!r}"
+            )
+        if not (self.connect_timeout > 0 and self.read_timeout > 0 and self.inflight >= 1):
+            raise LimecraftError("the Ray timeouts must be > 0 and the in-flight count >= 1")
+        object.__setattr__(self, "address", f"http://{parts.hostname}:{parts.port or 80}")
+        object.__setattr__(self, "route", "/" + self.route.strip("/"))
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.address).hostname or ""
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.address).port or 80
+
+    def url(self, model: str, endpoint: str = "") -> str:
+        return f"{self.address}{self.path(model, endpoint)}"
+
+    def path(self, model: str, endpoint: str = "") -> str:
+        return f"{self.route}/{model}" + (f"/{endpoint}" if endpoint else "")
+
+
+def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        return float(env.get(name, default))
+    except ValueError:
+        raise LimecraftError(f"{name} must be a number; got {env[name]!r}") from None
+
+
+def remote_configured() -> bool:
+    """Whether ``LIMECRAFT_RAY_ADDRESS`` is set (models then run on Ray Serve)."""
+    return bool(os.environ.get(ENV_ADDRESS, "").strip())
+
+
+def remote_config(env: Mapping[str, str] | None = None) -> RemoteConfig | None:
+    """The configuration from the environment, or None when ``LIMECRAFT_RAY_ADDRESS`` is unset."""
+    env = os.environ if env is None else env
+    address = env.get(ENV_ADDRESS, "").strip()
+    if not address:
+        return None
+    return RemoteConfig(
+        address=address,
+        route=env.get(ENV_ROUTE, DEFAULT_ROUTE),
+        fallback=env.get(ENV_FALLBACK, "none").strip().lower() or "none",
+        connect_timeout=_env_float(env, ENV_TIMEOUT, 3.0),
+        read_timeout=_env_float(env, ENV_READ_TIMEOUT, 300.0),
+        inflight=int(_env_float(env, ENV_INFLIGHT, 2)),
+    )
+
+
+# --------------------------------------------------------------------------- the wire
+
+
+def pack_masks(masks: np.ndarray) -> np.ndarray:
+    """(N, K) bool -> (N, ceil(K / 8)) uint8, 8 regions a byte."""
+    return np.packbits(np.asarray(masks, dtype=bool), axis=1)
+
+
+def unpack_masks(packed: np.ndarray, n_regions: int) -> np.ndarray:
+    """Inverse of :func:`pack_masks`: (N, K) bool."""
+    return np.unpackbits(packed, axis=1, count=n_regions).astype(bool)
+
+
+def small_labels(labels: np.ndarray) -> np.ndarray:
+    """A label map (ints 0..K-1) in the smallest unsigned dtype that holds it."""
+    k = int(labels.max()) if labels.size else 0
+    dtype = np.uint8 if k < 2**8 else np.uint16 if k < 2**16 else np.uint32
+    return labels.astype(dtype)
+
+
+def scene_key(image: np.ndarray, fill: np.ndarray, labels: np.ndarray) -> str:
+    """Content digest of a scene (image, fill, label map), as the wire sends them."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in (image, fill, labels):
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).data)
+    return h.hexdigest()
+
+
+def encode_arrays(arrays: Mapping[str, np.ndarray], *, compress: bool = False) -> bytes:
+    """An ``.npz`` body (no pickles)."""
+    buf = io.BytesIO()
+    (np.savez_compressed if compress else np.savez)(buf, **arrays)
+    return buf.getvalue()
+
+
+def decode_arrays(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> dict[str, np.ndarray]:
+    """Read an ``.npz`` body with ``allow_pickle=False``; refuse more than ``max_bytes`` unpacked.
+
+    Raises
+    ------
+    LimecraftError
+        If the body is not an ``.npz`` of plain arrays, or too large.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(body)) as z:
+            size = sum(i.file_size for i in z.infolist())
+        if size > max_bytes:
+            raise LimecraftError(f"request of {size} bytes is larger than {max_bytes}")
+        with np.load(io.BytesIO(body), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (zipfile.BadZipFile, ValueError, OSError) as e:
+        if isinstance(e, LimecraftError):
+            raise
+        raise LimecraftError(f"request body is not a valid .npz of plain arrays: {e}") from None
+
+
+# --------------------------------------------------------------------------- client
+
+
+class _Unavailable(Exception):
+    """The cluster, the route or a replica could not serve the request.
+
+    ``retry`` is True where a second try may succeed (a broken connection, a 5xx while Serve
+    replaces a replica), False where it cannot (nothing listens, no such route).
+    """
+
+    def __init__(self, message: str, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+class _UnknownScene(Exception):
+    """The replica that got the chunk has not seen its scene."""
+
+
+@dataclass(frozen=True)
+class RemoteStatus:
+    """Where a remote classifier's work runs now.
+
+    Attributes
+    ----------
+    address : str
+    model : str
+    mode : {"remote", "local fallback"}
+    message : str, the last failure ("" when none)
+    """
+
+    address: str
+    model: str
+    mode: str
+    message: str
+
+
+def _unreachable_model(batch: torch.Tensor) -> torch.Tensor:
+    raise ModelError("a remote classifier has no local model")
+
+
+class RemoteClassifier(Classifier):
+    """A :class:`~limecraft_core.Classifier` that runs on a Ray Serve deployment.
+
+    Only :meth:`run_masks` and :meth:`__call__` differ from a local classifier; input size,
+    normalisation, class names and precision are the deployment's. Tensors in and out are on
+    the CPU. Thread-safe: one instance serves every session of a process.
+
+    Parameters
+    ----------
+    name : str, a registry name served by the cluster
+    config : RemoteConfig
+    labels : sequence of str, optional; overrides the deployment's class names
+    local : callable() -> Classifier, optional
+        Builds the local model for ``fallback="local"`` (loaded at most once, when needed).
+
+    Raises
+    ------
+    ModelError
+        If the cluster cannot be reached and there is no fallback, or it does not serve ``name``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: RemoteConfig,
+        *,
+        labels: list[str] | tuple[str, ...] | None = None,
+        local: Callable[[], Classifier] | None = None,
+    ) -> None:
+        self.config = config
+        self._local_factory = local
+        self._local: Classifier | None = None
+        self._lock = threading.Lock()
+        self._down_until = 0.0
+        self._message = ""
+        self._warned_call = False
+        try:
+            info = self._info(name)
+        except _Unavailable as e:
+            if config.fallback != "local" or local is None:
+                raise ModelError(self._explain_failure(name, e)) from None
+            self._fall_back(name, e)
+            clf = self._local_classifier()
+            info = {
+                "input_size": clf.input_size,
+                "normalize": clf.normalize,
+                "labels": list(clf.labels) if clf.labels else None,
+                "precision": clf.precision,
+                "device": clf.device.type,
+                "chunk": 64,
+                "max_batch_images": 128,
+            }
+        super().__init__(
+            _unreachable_model,
+            input_size=tuple(info["input_size"]) if info["input_size"] else None,
+            normalize=info["normalize"],
+            labels=labels if labels is not None else info["labels"],
+            device="cpu",
+            precision="fp32",
+            channels_last=False,
+            name=name,
+        )
+        self.precision = str(info["precision"])  # what the replicas run in
+        self.remote_device = str(info["device"])
+        self.chunk = int(min(info["chunk"], info["max_batch_images"]))
+
+    def __repr__(self) -> str:
+        return (
+            f"RemoteClassifier(name={self.name!r}, address={self.config.address!r}, "
+            f"input_size={self.input_size}, remote_device={self.remote_device!r})"
+        )
+
+    # ------------------------------------------------------------------ status and fallback
+
+    @property
+    def status(self) -> RemoteStatus:
+        """Whether work runs on the cluster now, and the last failure."""
+        local = self._down_until > time.monotonic()
+        return RemoteStatus(
+            self.config.address, self.name, "local fallback" if local else "remote", self._message
+        )
+
+    def _explain_failure(self, name: str, e: Exception) -> str:
+        return (
+            f"the Ray Serve cluster at {self.config.address} could not run model {name!r}: {e}. "
+            f"Check that the cluster is up and serves it (python -m models.serve_app --models "
+            f"{name}), unset {ENV_ADDRESS} to run locally, or set {ENV_FALLBACK}=local"
+        )
+
+    def _fall_back(self, name: str, e: Exception) -> None:
+        self._message = f"{e}; running {name!r} locally"
+        self._down_until = time.monotonic() + RETRY_AFTER_S
+        log.warning("Ray Serve at %s: %s", self.config.address, self._message)
+
+    def _local_classifier(self) -> Classifier:
+        with self._lock:
+            if self._local is None:
+                assert self._local_factory is not None
+                self._local = self._local_factory()
+            return self._local
+
+    def _with_fallback(
+        self, remote: Callable[[], torch.Tensor], local: Callable[[Classifier], torch.Tensor]
+    ) -> torch.Tensor:
+        can_fall_back = self.config.fallback == "local" and self._local_factory is not None
+        if can_fall_back and self._down_until > time.monotonic():
+            return local(self._local_classifier()).cpu()
+        try:
+            out = remote()
+        except _Unavailable as e:
+            if not can_fall_back:
+                raise ModelError(self._explain_failure(self.name, e)) from None
+            self._fall_back(self.name, e)
+            return local(self._local_classifier()).cpu()
+        if self._message and self._down_until <= time.monotonic():
+            self._message = ""  # the cluster is back
+        return out
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        """One HTTP exchange; raises _Unavailable, _UnknownScene, ModelError or LimecraftError."""
+        cfg = self.config
+        conn = http.client.HTTPConnection(cfg.host, cfg.port, timeout=cfg.connect_timeout)
+        try:
+            try:
+                conn.connect()
+            except TimeoutError:
+                raise _Unavailable(f"no answer within {cfg.connect_timeout:g} s") from None
+            except OSError as e:
+                raise _Unavailable(f"unreachable ({e.strerror or e})") from None
+            conn.sock.settimeout(cfg.read_timeout)
+            headers = {"Content-Type": "application/octet-stream"}
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except TimeoutError:
+                raise _Unavailable(f"no scores within {cfg.read_timeout:g} s") from None
+            except (OSError, http.client.HTTPException) as e:
+                raise _Unavailable(
+                    f"the connection broke ({type(e).__name__}: {e}); a replica may have died",
+                    retry=True,
+                ) from None
+        finally:
+            conn.close()
+        if resp.status == 200:
+            return data
+        text = data[:2000].decode("utf-8", "replace").strip()
+        if resp.status == 409:
+            raise _UnknownScene(text)
+        if resp.status == 400:
+            raise LimecraftError(f"the Ray Serve replica refused the request: {text}")
+        if resp.status == 422:
+            raise ModelError(text)
+        if resp.status == 404:
+            raise _Unavailable(f"no deployment at {cfg.route}{path[len(cfg.route) :]} (HTTP 404)")
+        raise _Unavailable(f"HTTP {resp.status}: {text[:300]}", retry=resp.status >= 500)
+
+    def _retrying(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        """One retry after a broken connection or a 5xx: Serve replaces a dead replica."""
+        try:
+            return self._request(method, path, body)
+        except _Unavailable as e:
+            if not e.retry:
+                raise
+            time.sleep(0.5)
+            return self._request(method, path, body)
+
+    def _info(self, name: str) -> dict[str, Any]:
+        data = self._request("GET", self.config.path(name, "info"))
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise _Unavailable(
+                f"{self.config.url(name, 'info')} is not a LIMEcraft deployment"
+            ) from None
+
+    def stats(self) -> dict[str, Any]:
+        """The counters of the replica that answers (requests, forward calls, batches)."""
+        return json.loads(self._request("GET", self.config.path(self.name, "stats")))
+
+    def _score(
+        self, fields: dict[str, np.ndarray], scene: dict[str, np.ndarray] | None
+    ) -> np.ndarray:
+        path = self.config.path(self.name, "score")
+        body = encode_arrays(fields if scene is None else {**fields, **scene})
+        try:
+            data = self._retrying("POST", path, body)
+        except _UnknownScene:
+            if scene is None:
+                raise
+            raise _Unavailable("the replica lost the scene it was just sent") from None
+        try:
+            out = np.load(io.BytesIO(data), allow_pickle=False)
+        except ValueError:
+            raise _Unavailable("the replica's answer is not an array") from None
+        return out
+
+    def _score_chunk(
+        self, fields: dict[str, np.ndarray], scene: dict[str, np.ndarray], first: bool
+    ) -> np.ndarray:
+        if first:
+            return self._score(fields, scene)
+        try:
+            return self._score(fields, None)
+        except _UnknownScene:  # another replica, or evicted: send the scene with this chunk
+            return self._score(fields, scene)
+
+    # ------------------------------------------------------------------ the classifier
+
+    def run_masks(
+        self,
+        image: torch.Tensor,
+        fill: torch.Tensor,
+        labels: torch.Tensor,
+        masks: np.ndarray,
+        batch_size: int,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        expand: int = 0,
+    ) -> torch.Tensor:
+        """Scores for the perturbations ``masks`` of ``image``, computed on the cluster.
+
+        Same arguments and result as :meth:`Classifier.run_masks`. Chunks hold the
+        deployment's chunk size (``batch_size`` is the front end's and is not used);
+        ``progress`` and ``cancel`` act per chunk. With ``fallback="local"`` a failure reruns
+        all the masks locally, so one explanation never mixes two models' precisions.
+        """
+
+        def local(clf: Classifier) -> torch.Tensor:
+            dev = clf.device
+            return clf.run_masks(
+                image.to(dev),
+                fill.to(dev),
+                labels.to(dev),
+                masks,
+                batch_size,
+                progress=progress,
+                cancel=cancel,
+                expand=expand,
+            )
+
+        return self._with_fallback(
+            lambda: self._run_remote(image, fill, labels, masks, progress, cancel, expand), local
+        )
+
+    def _run_remote(
+        self,
+        image: torch.Tensor,
+        fill: torch.Tensor,
+        labels: torch.Tensor,
+        masks: np.ndarray,
+        progress: Callable[[int, int], None] | None,
+        cancel: Callable[[], bool] | None,
+        expand: int,
+    ) -> torch.Tensor:
+        masks = np.asarray(masks, dtype=bool)
+        n = len(masks)
+        img = image.detach().cpu().float().numpy()
+        fil = fill.detach().cpu().float().numpy()
+        lab = small_labels(labels.detach().cpu().numpy())
+        scene = {"image": img, "fill": fil, "labels": lab}
+        key = np.array(scene_key(img, fil, lab))
+        starts = list(range(0, n, self.chunk))
+        outs: list[np.ndarray] = [np.empty(0)] * len(starts)
+
+        def fields(start: int) -> dict[str, np.ndarray]:
+            part = masks[start : start + self.chunk]
+            return {
+                "key": key,
+                "masks": pack_masks(part),
+                "shape": np.array(part.shape),
+                "expand": np.array(int(expand)),
+            }
+
+        window = max(1, self.config.inflight)
+        with ThreadPoolExecutor(max_workers=window, thread_name_prefix="limecraft-ray") as pool:
+            pending: dict[int, Any] = {}
+            submitted = done = 0
+            try:
+                while done < len(starts):
+                    while submitted < len(starts) and len(pending) < window:
+                        if cancel is not None and cancel():
+                            raise Cancelled("cancelled")
+                        pending[submitted] = pool.submit(
+                            self._score_chunk, fields(starts[submitted]), scene, submitted == 0
+                        )
+                        if submitted == 0:
+                            pending[0].result()  # the first chunk registers the scene
+                        submitted += 1
+                    outs[done] = pending.pop(done).result()
+                    if outs[done].shape[0] != min(self.chunk, n - starts[done]):
+                        raise _Unavailable(f"the replica returned {outs[done].shape} scores")
+                    done += 1
+                    if progress is not None:
+                        progress(min(n, starts[done - 1] + self.chunk), n)
+            finally:
+                for f in pending.values():
+                    f.cancel()
+        return torch.from_numpy(np.concatenate(outs).astype(np.float32, copy=False))
+
+    def __call__(self, batch: torch.Tensor) -> torch.Tensor:
+        """Scores for a (B, 3, H, W) [0, 1] batch: resized here, normalised and run remotely."""
+        if len(batch) > _CALL_WARN and not self._warned_call:
+            self._warned_call = True  # e.g. a local WorkQueue wrapped around this classifier
+            log.warning(
+                "RemoteClassifier %r got %d composed images to score: they travel over the "
+                "network; call run_masks (masks only) instead",
+                self.name,
+                len(batch),
+            )
+        x = batch.detach().cpu().float()
+        if self.input_size is not None and tuple(x.shape[-2:]) != self.input_size:
+            x = F.interpolate(
+                x, size=self.input_size, mode="bilinear", antialias=True, align_corners=False
+            )
+
+        def remote() -> torch.Tensor:
+            outs = [
+                self._score({"images": x[i : i + self.chunk].numpy()}, None)
+                for i in range(0, len(x), self.chunk)
+            ]
+            return torch.from_numpy(np.concatenate(outs))
+
+        return self._with_fallback(remote, lambda clf: clf(batch.to(clf.device)))
+
+
+def load_remote(
+    name: str,
+    config: RemoteConfig,
+    *,
+    labels: list[str] | tuple[str, ...] | None = None,
+    local: Callable[[], Classifier] | None = None,
+) -> RemoteClassifier:
+    """A :class:`RemoteClassifier` for a registry name (see :func:`models.registry.load_classifier`)."""
+    return RemoteClassifier(name, config, labels=labels, local=local)
