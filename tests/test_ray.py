@@ -1,0 +1,378 @@
+"""The model side on Ray Serve (models/remote.py, models/serve_app.py).
+
+The cluster tests start a real Ray on loopback (its files in a private temp dir, a random auth
+token, nothing under ~/.ray), deploy the demo model with Serve, explain through it, and stop
+everything afterwards.
+"""
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, explain, segment
+from models import demo
+from models.registry import load_classifier
+from models.remote import (
+    RemoteClassifier,
+    RemoteConfig,
+    decode_arrays,
+    encode_arrays,
+    pack_masks,
+    remote_config,
+    scene_key,
+    small_labels,
+    unpack_masks,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = 200
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def images() -> list[np.ndarray]:
+    return [demo.generate(1, seed=s, mode="conflict")[0].image for s in (3, 4)]
+
+
+def _explain(image: np.ndarray, model, **kw):
+    segments = segment(image, "slic", 16, seed=0)
+    return explain(image, model, segments=segments, samples=SAMPLES, seed=0, **kw)
+
+
+@pytest.fixture(scope="module")
+def local_results(images):
+    clf = load_classifier("demo", device="cpu", remote=False)
+    return [_explain(im, clf) for im in images]
+
+
+# ----------------------------------------------------------------------------- no cluster
+
+
+def test_config_from_env():
+    assert remote_config({}) is None
+    cfg = remote_config(
+        {"LIMECRAFT_RAY_ADDRESS": "ray-head:8000", "LIMECRAFT_RAY_FALLBACK": "Local"}
+    )
+    assert cfg.address == "http://ray-head:8000" and cfg.fallback == "local"
+    assert cfg.url("demo", "score") == "http://ray-head:8000/limecraft/demo/score"
+    with pytest.raises(LimecraftError, match="Serve's HTTP address"):
+        remote_config({"LIMECRAFT_RAY_ADDRESS": "ray://ray-head:10001"})
+    with pytest.raises(LimecraftError, match="LIMECRAFT_RAY_FALLBACK"):
+        remote_config({"LIMECRAFT_RAY_ADDRESS": "h:1", "LIMECRAFT_RAY_FALLBACK": "gpu"})
+
+
+def test_wire_is_compact_and_exact():
+    rng = np.random.default_rng(0)
+    masks = rng.random((1000, 37)) < 0.5
+    packed = pack_masks(masks)
+    assert packed.nbytes == 1000 * 5  # 37 regions in 5 bytes a row
+    np.testing.assert_array_equal(unpack_masks(packed, 37), masks)
+    labels = small_labels(rng.integers(0, 37, (224, 224)))
+    assert labels.dtype == np.uint8
+    body = encode_arrays({"masks": packed, "shape": np.array(masks.shape), "key": np.array("k")})
+    assert len(body) < 6_000  # the masks of 1000 perturbations, against 150 MB of images
+    back = decode_arrays(body)
+    np.testing.assert_array_equal(back["masks"], packed)
+    assert str(back["key"]) == "k"
+    with pytest.raises(LimecraftError, match=r"not a valid \.npz"):
+        decode_arrays(b"not a zip")
+    with pytest.raises(LimecraftError, match="larger than"):
+        decode_arrays(encode_arrays({"a": np.zeros(1000)}), max_bytes=100)
+    # Object arrays would need pickles, which a replica never reads.
+    with pytest.raises(LimecraftError):
+        decode_arrays(encode_arrays({"a": np.array([{}], dtype=object)}))
+    img = rng.random((3, 8, 8), dtype=np.float32)
+    assert scene_key(img, img, labels[:8, :8]) != scene_key(img, 1 - img, labels[:8, :8])
+
+
+def test_unreachable_cluster_fails_fast_and_clearly():
+    port = _free_port()  # nothing listens there
+    t0 = time.perf_counter()
+    with pytest.raises(ModelError) as e:
+        RemoteClassifier("demo", RemoteConfig(f"http://127.0.0.1:{port}"))
+    assert time.perf_counter() - t0 < 3
+    msg = str(e.value)
+    assert f"127.0.0.1:{port}" in msg and "unreachable" in msg
+    assert "LIMECRAFT_RAY_FALLBACK=local" in msg and "unset LIMECRAFT_RAY_ADDRESS" in msg
+
+
+def test_unroutable_cluster_times_out_within_the_connect_timeout():
+    # TEST-NET-2 (RFC 5737) is never routed: either refused at once or silent until the timeout.
+    t0 = time.perf_counter()
+    with pytest.raises(ModelError, match=r"198\.51\.100\.1"):
+        RemoteClassifier("demo", RemoteConfig("http://198.51.100.1:8000", connect_timeout=1.0))
+    assert time.perf_counter() - t0 < 3
+
+
+def test_registry_picks_remote_from_env_and_falls_back(monkeypatch, images, local_results):
+    port = _free_port()
+    monkeypatch.setenv("LIMECRAFT_RAY_ADDRESS", f"http://127.0.0.1:{port}")
+    with pytest.raises(ModelError, match="unreachable"):
+        load_classifier("demo")
+    # Model files and remote=False stay local.
+    assert type(load_classifier("demo", remote=False)) is Classifier
+    monkeypatch.setenv("LIMECRAFT_RAY_FALLBACK", "local")
+    clf = load_classifier("demo", device="cpu")
+    assert isinstance(clf, RemoteClassifier)
+    assert clf.status.mode == "local fallback" and "unreachable" in clf.status.message
+    r = _explain(images[0], clf)
+    np.testing.assert_array_equal(r.weights, local_results[0].weights)
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    """Answers info like a replica, then breaks the connection on every score: a dying replica."""
+
+    info: ClassVar[dict] = {
+        "input_size": [128, 128],
+        "normalize": "none",
+        "labels": list(demo.CLASS_NAMES),
+        "device": "cuda",
+        "precision": "bf16",
+        "chunk": 64,
+        "max_batch_images": 256,
+    }
+    scores = 0
+
+    def do_GET(self):
+        body = json.dumps(self.info).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        type(self).scores += 1
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def flaky_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Flaky.scores = 0
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_dying_replica_is_retried_once_then_reported(flaky_server, images, local_results):
+    clf = RemoteClassifier("demo", RemoteConfig(flaky_server))
+    assert clf.precision == "bf16" and clf.input_size == (128, 128)
+    with pytest.raises(ModelError, match="a replica may have died") as e:
+        _explain(images[0], clf)
+    assert "LIMECRAFT_RAY_FALLBACK=local" in str(e.value)
+    assert _Flaky.scores == 2  # one retry
+    # With the fallback, the whole explanation reruns locally: the same as local.
+    fallback = RemoteClassifier(
+        "demo",
+        RemoteConfig(flaky_server, fallback="local"),
+        local=lambda: load_classifier("demo", device="cpu", remote=False),
+    )
+    r = _explain(images[0], fallback)
+    np.testing.assert_array_equal(r.weights, local_results[0].weights)
+    assert fallback.status.mode == "local fallback"
+
+
+def test_deployment_declares_resources():
+    serve_app = pytest.importorskip("models.serve_app")
+    small = serve_app.model_deployment("resnet18")
+    assert small.ray_actor_options == {"num_cpus": 1.0, "num_gpus": 0.25}
+    assert small.num_replicas == 1 and small.name == "limecraft-resnet18"
+    assert serve_app.model_deployment("demo").ray_actor_options["num_gpus"] == 0.1
+    assert serve_app.model_deployment("resnet50").ray_actor_options["num_gpus"] == 0.5
+    assert serve_app.model_deployment("vit_b_16").ray_actor_options["num_gpus"] == 1.0
+    # Every registered model has a declared share of a GPU.
+    from models import zoo
+
+    assert set(serve_app.GPU_FRACTION) == {"demo", *zoo.ZOO}
+    two = serve_app.model_deployment("resnet50", replicas=2, num_gpus=0)
+    assert two.num_replicas == 2 and two.ray_actor_options["num_gpus"] == 0
+    assert two.max_ongoing_requests >= serve_app.MAX_BATCH_IMAGES
+    auto = serve_app.model_deployment("resnet50", autoscale=(1, 8))
+    cfg = auto._deployment_config.autoscaling_config
+    assert (cfg.min_replicas, cfg.max_replicas) == (1, 8)
+    with pytest.raises(LimecraftError, match="unknown model"):
+        serve_app.model_deployment("nope")
+    with pytest.raises(LimecraftError, match="autoscale"):
+        serve_app.model_deployment("demo", autoscale=(3, 2))
+
+
+# ----------------------------------------------------------------------------- on a cluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A Ray cluster on loopback serving the demo model, in a child process; stopped afterwards.
+
+    ``python -m models.serve_app --local`` runs Ray in its own process, so that Ray's auth
+    settings, threads and warnings stay out of pytest's. Its files go to a private temp dir;
+    a random token in its environment keeps Ray from writing ~/.ray/auth_token.
+    """
+    pytest.importorskip("ray")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(16),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    env.pop("LIMECRAFT_RAY_ADDRESS", None)
+    # A long batch window so that concurrent sessions' chunks meet (the default is 10 ms).
+    cmd = [sys.executable, "-m", "models.serve_app", "--local", "4", "--models", "demo"]
+    cmd += ["--http-port", str(port), "--batch-wait", "0.2"]
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        start_new_session=True,  # its own group: Ray's processes are stopped with it
+    )
+    try:
+        ready = _wait_ready(proc, deadline=time.monotonic() + 180)
+        if ready is None:
+            log.seek(0)
+            pytest.fail("the local Ray cluster did not start:\n" + log.read().decode()[-3000:])
+        yield ready["url"]
+    finally:
+        proc.stdin.close()  # serve_local shuts Serve and Ray down when stdin closes
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        proc.stdout.close()
+        log.close()
+
+
+def _wait_ready(proc: subprocess.Popen, deadline: float) -> dict | None:
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line.decode())
+            if '"ready"' in lines[-1]:
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(max(0.0, deadline - time.monotonic()))
+    if lines and '"ready"' in lines[-1]:
+        return json.loads(lines[-1])
+    return None
+
+
+def _remote(url: str, **kw) -> RemoteClassifier:
+    return RemoteClassifier(
+        "demo",
+        RemoteConfig(url, **kw),
+        local=lambda: load_classifier("demo", device="cpu", remote=False),
+    )
+
+
+@pytest.mark.slow
+def test_remote_equals_local(cluster, images, local_results):
+    clf = _remote(cluster)
+    assert clf.input_size == (128, 128) and clf.labels == tuple(demo.CLASS_NAMES)
+    assert clf.remote_device == "cpu"
+    done = []
+    r = _explain(images[0], clf, progress=lambda d, t: done.append((d, t)))
+    np.testing.assert_allclose(r.weights, local_results[0].weights, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(r.deltas, local_results[0].deltas, rtol=0, atol=1e-6)
+    assert r.target == local_results[0].target
+    assert done[-1][0] == done[-1][1] and len(done) > 2  # progress per chunk
+    local = load_classifier("demo", device="cpu", remote=False)
+    np.testing.assert_allclose(clf.predict(images[1]), local.predict(images[1]), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_cancel_between_chunks(cluster, images):
+    clf = _remote(cluster)
+    calls = []
+    with pytest.raises(Cancelled):
+        _explain(
+            images[0], clf, progress=lambda d, t: calls.append(d), cancel=lambda: len(calls) >= 1
+        )
+    assert len(calls) <= 1 + clf.config.inflight
+
+
+@pytest.mark.slow
+def test_two_sessions_share_forward_passes(cluster, images, local_results):
+    # One chunk in flight per session: every batch that joins requests joins two sessions.
+    clf = _remote(cluster, inflight=1)
+    before = clf.stats()
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda im: _explain(im, clf), images))
+    after = clf.stats()
+    d = {k: after[k] - before[k] for k in after if k not in ("max_requests_per_batch", "pid")}
+    assert d["cross_scene_batches"] >= 1, d
+    assert d["forward_calls"] < d["requests"], d
+    for r, ref in zip(results, local_results, strict=True):
+        np.testing.assert_allclose(r.weights, ref.weights, rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_registry_uses_the_cluster_from_env(cluster, monkeypatch, images, local_results):
+    monkeypatch.setenv("LIMECRAFT_RAY_ADDRESS", cluster)
+    clf = load_classifier("demo")
+    assert isinstance(clf, RemoteClassifier) and clf.status.mode == "remote"
+    r = _explain(images[1], "demo")  # a name goes through the registry too
+    np.testing.assert_allclose(r.weights, local_results[1].weights, rtol=0, atol=1e-6)
+    with pytest.raises(ModelError, match="no deployment"):
+        load_classifier("resnet18")  # registered, but not deployed on this cluster
+
+
+@pytest.mark.slow
+def test_killed_replica_is_reported_or_replaced(cluster, images, local_results):
+    clf = _remote(cluster)
+    pid = clf.stats()["pid"]
+    os.kill(pid, signal.SIGKILL)  # the replica (a descendant of the fixture's process)
+    t0 = time.monotonic()
+    try:
+        r = _explain(images[0], _remote(cluster, fallback="local"))
+    finally:
+        elapsed = time.monotonic() - t0
+    # Either Serve's restarted replica answered, or the explanation ran locally: same weights.
+    np.testing.assert_allclose(r.weights, local_results[0].weights, rtol=0, atol=1e-6)
+    assert elapsed < 60
+    # Without the fallback, a failure is a clear error, never a hang; once Serve has replaced
+    # the replica, explanations go through again.
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            r = _explain(images[0], _remote(cluster))
+            break
+        except ModelError as e:
+            assert "LIMECRAFT_RAY_FALLBACK=local" in str(e)
+            assert time.monotonic() < deadline, "Serve did not replace the replica in 90 s"
+            time.sleep(2)
+    np.testing.assert_allclose(r.weights, local_results[0].weights, rtol=0, atol=1e-6)
+    assert clf.stats()["pid"] != pid
