@@ -214,10 +214,22 @@ def test_demo_walkthrough_adds_the_tag(at):
     assert np.array_equal(s.hand[0].mask, s.tag_mask)
 
 
-def test_a_bad_default_model_setting_is_a_message_not_a_traceback(monkeypatch):
-    monkeypatch.setenv("LIMECRAFT_DEFAULT_MODEL", "no-such-model")
-    app = AppTest.from_file(APP, default_timeout=120)
-    app.run()
-    assert not app.exception
-    assert "LIMECRAFT_DEFAULT_MODEL='no-such-model' is not a registered model" in app.error[0].value
-    assert not app.button  # nothing else of the app runs
+def test_a_bad_default_model_setting_is_a_message_not_a_traceback():
+    # A fresh process: the setting is read when the registry is first imported.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({APP!r}, default_timeout=120); at.run()\n"
+        "print(json.dumps([len(at.exception), [e.value for e in at.error], len(at.button)]))"
+    )
+    env = {**os.environ, "LIMECRAFT_DEFAULT_MODEL": "no-such-model"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    n_exc, errors, n_buttons = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert n_exc == 0 and n_buttons == 0  # nothing else of the app runs
+    assert "LIMECRAFT_DEFAULT_MODEL='no-such-model' is not a registered model" in errors[0]
