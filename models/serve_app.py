@@ -56,6 +56,7 @@ __all__ = [
     "gpu_fraction",
     "main",
     "model_deployment",
+    "parser",
     "serve_local",
 ]
 
@@ -488,7 +489,8 @@ def serve_local(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m models.serve_app``."""
     ap = argparse.ArgumentParser(
         prog="python -m models.serve_app",
         description="Deploy LIMEcraft's models on a running Ray cluster (Ray Serve).",
@@ -500,7 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--gpus",
         default="auto",
-        help="GPU share per replica: auto (the table when the cluster has GPUs, else 0) or a number",
+        help="GPU share per replica: table (GPU_FRACTION by model), auto (the table when the "
+        "cluster has GPUs now, else 0), or a number",
     )
     ap.add_argument("--cpus", type=float, default=1.0, help="CPU cores per replica")
     ap.add_argument("--http-host", default="0.0.0.0", help="where Serve's HTTP proxy listens")
@@ -516,7 +519,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="start a one-node cluster on loopback with CPUS logical CPUs (CPU only), serve "
         "until stdin closes; prints one JSON line when ready",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     import ray
 
@@ -546,7 +553,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     has_gpu = ray.cluster_resources().get("GPU", 0) > 0
     serve.start(http_options={"host": args.http_host, "port": args.http_port})
     for m in models:
-        gpus = (gpu_fraction(m) if has_gpu else 0.0) if args.gpus == "auto" else float(args.gpus)
+        if args.gpus in ("auto", "table"):
+            gpus = gpu_fraction(m) if has_gpu or args.gpus == "table" else 0.0
+        else:
+            gpus = float(args.gpus)
         deploy(
             [m],
             route=args.route,

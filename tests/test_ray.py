@@ -376,3 +376,35 @@ def test_killed_replica_is_reported_or_replaced(cluster, images, local_results):
             time.sleep(2)
     np.testing.assert_allclose(r.weights, local_results[0].weights, rtol=0, atol=1e-6)
     assert clf.stats()["pid"] != pid
+
+
+def test_compose_overlay_runs_a_head_gpu_workers_and_front_ends():
+    import shlex
+
+    import yaml
+
+    serve_app = pytest.importorskip("models.serve_app")
+    base = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    overlay = yaml.safe_load((ROOT / "deploy/ray-compose.yml").read_text())
+    services = overlay["services"]
+    assert "limecraft" in base["services"]  # the overlay adds to the app's own service
+    front = services["limecraft"]["environment"]
+    assert front["LIMECRAFT_RAY_ADDRESS"] == "http://ray-head:8000"
+    head = " ".join(services["ray-head"]["command"])
+    assert "ray start --head" in head and "--num-gpus=0" in head
+    deploy = head.split("python -m models.serve_app", 1)[1].split("&&")[0]
+    env = services["ray-head"]["environment"]
+    for name in ("LIMECRAFT_MODELS", "LIMECRAFT_REPLICAS"):  # "${NAME:-default}" -> default
+        deploy = deploy.replace(f"$${name}", env[name].split(":-", 1)[1].rstrip("}"))
+    args = serve_app.parser().parse_args(shlex.split(deploy))
+    assert args.models == "demo,resnet50" and args.replicas == 1
+    assert args.http_port == 8000 and args.gpus == "table" and args.address == "auto"
+    worker = services["ray-worker"]
+    assert "--address=ray-head:6379" in " ".join(worker["command"])
+    (gpu,) = worker["deploy"]["resources"]["reservations"]["devices"]
+    assert gpu["driver"] == "nvidia" and gpu["capabilities"] == ["gpu"]
+    # The same token on every node.
+    assert (
+        worker["environment"]["RAY_AUTH_TOKEN"]
+        == services["ray-head"]["environment"]["RAY_AUTH_TOKEN"]
+    )
