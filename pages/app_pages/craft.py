@@ -193,7 +193,9 @@ def region_list(s: state.AppState) -> None:
         if name != h.name or inner != h.inner:
             h.name, h.inner = name, int(inner)
             s.restored = None
-        if c3.button("", icon=":material/delete:", key=f"hdel-{h.uid}", help=f"Delete {state.md(h.name)}"):
+        if c3.button(
+            "", icon=":material/delete:", key=f"hdel-{h.uid}", help=f"Delete {state.md(h.name)}"
+        ):
             s.hand.pop(i)
             s.merges, s.selected = [], frozenset()
             st.rerun()
