@@ -800,7 +800,7 @@ def test_app_model_failing_mid_run_keeps_the_session(at, monkeypatch, mode):
     flaky = lc.Classifier(
         _Flaky(good.model, mode), input_size=good.input_size, labels=good.labels, name="flaky"
     )
-    monkeypatch.setattr(state_module, "classifier", lambda name: flaky)
+    monkeypatch.setattr(state_module, "classifier", lambda *a, **k: flaky)
     seed = {"raise": 5, "nan": 6}[mode]  # a new explanation: the cache is shared by sessions
     at.number_input(key="set_seed").set_value(seed).run()
     button(at, "Explain").click().run()
@@ -808,7 +808,7 @@ def test_app_model_failing_mid_run_keeps_the_session(at, monkeypatch, mode):
     msg = errors(at)
     assert "Explain failed" in msg and ("simulated failure" in msg or "NaN" in msg), msg
     assert s.explanation is ex and [h.name for h in s.hand] == ["tag"]
-    monkeypatch.setattr(state_module, "classifier", lambda name: good)
+    monkeypatch.setattr(state_module, "classifier", lambda *a, **k: good)
     button(at, "Explain").click().run()
     assert not at.exception and s.explanation is not ex and s.explanation.settings["seed"] == seed
 
