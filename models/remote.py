@@ -393,7 +393,9 @@ class RemoteClassifier(Classifier):
             try:
                 conn.connect()
             except TimeoutError:
-                raise _Unavailable(f"no answer within {cfg.connect_timeout:g} s") from None
+                raise _Unavailable(
+                    f"no connection within {cfg.connect_timeout:g} s ({ENV_TIMEOUT})"
+                ) from None
             except OSError as e:
                 raise _Unavailable(f"unreachable ({e.strerror or e})") from None
             conn.sock.settimeout(cfg.read_timeout)
@@ -403,7 +405,9 @@ class RemoteClassifier(Classifier):
                 resp = conn.getresponse()
                 data = resp.read()
             except TimeoutError:
-                raise _Unavailable(f"no scores within {cfg.read_timeout:g} s") from None
+                raise _Unavailable(
+                    f"no answer within {cfg.read_timeout:g} s ({ENV_READ_TIMEOUT})"
+                ) from None
             except (OSError, http.client.HTTPException) as e:
                 raise _Unavailable(
                     f"the connection broke ({type(e).__name__}: {e}); a replica may have died",

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+import torch
 
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, explain, segment
 from models import demo
@@ -115,12 +116,41 @@ def test_unreachable_cluster_fails_fast_and_clearly():
     assert "LIMECRAFT_RAY_FALLBACK=local" in msg and "unset LIMECRAFT_RAY_ADDRESS" in msg
 
 
-def test_unroutable_cluster_times_out_within_the_connect_timeout():
-    # TEST-NET-2 (RFC 5737) is never routed: either refused at once or silent until the timeout.
+def test_silent_cluster_times_out_within_the_connect_timeout():
+    # A listening socket whose accept queue is full: Linux drops further SYNs, so a connect
+    # hangs like one to a host that is down or firewalled.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        fillers = []
+        for _ in range(4):
+            c = socket.socket()
+            c.setblocking(False)
+            c.connect_ex(("127.0.0.1", port))
+            fillers.append(c)
+        try:
+            t0 = time.perf_counter()
+            with pytest.raises(ModelError, match=f"127.0.0.1:{port}") as e:
+                RemoteClassifier(
+                    "demo", RemoteConfig(f"http://127.0.0.1:{port}", connect_timeout=1)
+                )
+            assert time.perf_counter() - t0 < 3
+            assert "within 1 s" in str(e.value)
+        finally:
+            for c in fillers:
+                c.close()
+
+
+def test_replica_that_never_answers_times_out(flaky_server, monkeypatch):
+    clf = RemoteClassifier("demo", RemoteConfig(flaky_server, read_timeout=1))
+    monkeypatch.setattr(_Flaky, "do_POST", lambda self: time.sleep(3))
+    masks = np.ones((4, 2), bool)
+    img = torch.zeros(3, 128, 128)
     t0 = time.perf_counter()
-    with pytest.raises(ModelError, match=r"198\.51\.100\.1"):
-        RemoteClassifier("demo", RemoteConfig("http://198.51.100.1:8000", connect_timeout=1.0))
-    assert time.perf_counter() - t0 < 3
+    with pytest.raises(ModelError, match="no answer within 1 s"):
+        clf.run_masks(img, img, torch.zeros(128, 128, dtype=torch.int64), masks, 4)
+    assert time.perf_counter() - t0 < 4  # one retry of 1 s, after 0.5 s
 
 
 def test_registry_picks_remote_from_env_and_falls_back(monkeypatch, images, local_results):
