@@ -7,6 +7,7 @@ import io
 import json
 import platform
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 from . import __version__
 from . import trust as _trust
 from ._validate import (
+    MAX_PIXELS,
     LimecraftError,
     as_float_image,
     check_choice,
@@ -114,10 +116,23 @@ def _decode_array(d: Any) -> np.ndarray:
     ):
         raise LimecraftError("explanation JSON: 'segments' must be {encoding: npz-base64, data}")
     try:
-        with np.load(
-            io.BytesIO(base64.b64decode(d["data"], validate=True)), allow_pickle=False
-        ) as z:
+        raw = io.BytesIO(base64.b64decode(d["data"], validate=True))
+        # Read the array's header before inflating it: a few KB of zeros can inflate to GBs.
+        with zipfile.ZipFile(raw) as zf, zf.open("a.npy") as f:
+            fmt = np.lib.format
+            version = fmt.read_magic(f)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = read(f)
+        if len(shape) != 2 or int(np.prod(shape)) > MAX_PIXELS or dtype.kind not in "iu":
+            raise LimecraftError(
+                f"explanation JSON: 'segments' must be a 2-D integer label map of at most "
+                f"{MAX_PIXELS:,} pixels; it is {dtype} of shape {tuple(shape)}"
+            )
+        raw.seek(0)
+        with np.load(raw, allow_pickle=False) as z:
             return z["a"]
+    except LimecraftError:
+        raise
     except Exception as e:
         raise LimecraftError(f"explanation JSON: 'segments' could not be decoded ({e})") from None
 
@@ -286,6 +301,8 @@ class Explanation:
             d = json.loads(text)
         except (ValueError, UnicodeDecodeError) as e:
             raise LimecraftError(f"not a JSON document: {e}") from None
+        except RecursionError:
+            raise LimecraftError("not a usable JSON document: it is nested too deeply") from None
         return cls.from_dict(d)
 
     @classmethod
@@ -335,6 +352,11 @@ class Explanation:
                     raise ValueError(f"expected a number, got {v!r}")
                 return float(v)
 
+            def class_index(v: Any) -> int:
+                if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
+                    raise ValueError(f"a class index must be an integer in [0, 2**31), got {v!r}")
+                return v
+
             def text(v: Any) -> str:
                 if not isinstance(v, str):
                     raise ValueError(f"expected a string, got {v!r}")
@@ -349,7 +371,7 @@ class Explanation:
                 region_keys=tuple(text(r["key"]) for r in regions),
                 region_names=tuple(text(r["name"]) for r in regions),
                 region_pixels=np.bincount(seg.ravel(), minlength=k).astype(np.int64),
-                classes=tuple(int(num(c["index"])) for c in classes),
+                classes=tuple(class_index(c["index"]) for c in classes),
                 class_labels=tuple(text(c["label"]) for c in classes),
                 class_weights=np.stack([vec(c, "weights") for c in classes]),
                 intercepts=np.array([num(c["intercept"]) for c in classes]),
@@ -359,7 +381,7 @@ class Explanation:
                 deltas=np.stack([vec(c, "deltas", True) for c in classes]),
                 kept_alone=np.stack([vec(c, "kept_alone", True) for c in classes]),
                 top_predictions=tuple(
-                    (int(num(t["index"])), text(t["label"]), num(t["score"]))
+                    (class_index(t["index"]), text(t["label"]), num(t["score"]))
                     for t in d.get("top_predictions", [])
                 ),
                 timings={text(a): num(b) for a, b in d.get("timings", {}).items()},
@@ -368,7 +390,7 @@ class Explanation:
             )
         except LimecraftError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise LimecraftError(f"explanation JSON is malformed: {e}") from None
 
 

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,9 +144,12 @@ def get() -> AppState:
     if "app" not in st.session_state:
         sample = load_sample(sample_names()[0])
         tmp = tempfile.mkdtemp(prefix="limecraft-session-")
-        st.session_state["app"] = AppState(
+        app = AppState(
             image=sample.image, image_name=sample.name, tag_mask=sample.tag_mask, tmpdir=tmp
         )
+        # The folder goes when the session's state does (tab closed, session expired).
+        weakref.finalize(app, _tmpdir_cleanup, tmp)
+        st.session_state["app"] = app
     return st.session_state["app"]
 
 
@@ -445,7 +449,7 @@ def _load_upload(s: AppState) -> None:
     try:
         img = decode_image(up.getvalue(), f"'{up.name}'")
     except lc.LimecraftError as e:
-        s.message = f"That upload was not used: {e}"
+        s.message = f"That upload was not used: {md(e)}"
         return
     reset_for_new_image(s, img, up.name, None)
     s.message = None
@@ -466,9 +470,12 @@ def _model_upload(s: AppState) -> None:
     if suffix not in (".pt2", ".pt"):
         s.message = "A model file must be a .pt2 (torch.export) or TorchScript .pt file."
         return
-    path = os.path.join(s.tmpdir, "model" + suffix)  # per-session folder, never a shared path
+    data = up.getvalue()
+    # Per-session folder, never a shared path; named by content, because the loaded model is
+    # cached on its path (a second upload must not be served the first model).
+    path = os.path.join(s.tmpdir, f"model-{hashlib.sha256(data).hexdigest()[:16]}{suffix}")
     with open(path, "wb") as f:
-        f.write(up.getvalue())
+        f.write(data)
     try:
         names = None
         if labels is not None:
@@ -480,9 +487,15 @@ def _model_upload(s: AppState) -> None:
         clf = registry.load_classifier(path, labels=names)
         clf.predict(np.zeros((clf.input_size[0], clf.input_size[1], 3), np.uint8))
     except (lc.LimecraftError, lc.ModelError, UnicodeDecodeError) as e:
-        s.message = f"That model was not used: {e}"
+        s.message = f"That model was not used: {md(e)}"
+        if path != s.model_name:
+            os.remove(path)  # a refused file is not kept
         return
+    old = s.model_name
+    if old != path and os.path.dirname(old) == s.tmpdir and os.path.exists(old):
+        os.remove(old)  # the previous upload (its model stays loaded while cached)
     s.model_name = path
+    st.session_state["model_pick"] = path  # the registry picker follows, or it would undo this
     s.model_labels = names
     s.explanation = s.explanation_auto = None
     s.message = None
