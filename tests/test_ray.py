@@ -453,3 +453,31 @@ def test_compose_overlay_runs_a_head_gpu_workers_and_front_ends():
         worker["environment"]["RAY_AUTH_TOKEN"]
         == services["ray-head"]["environment"]["RAY_AUTH_TOKEN"]
     )
+
+
+@pytest.mark.slow
+def test_the_app_explains_through_the_cluster(cluster):
+    """The web app with LIMECRAFT_RAY_ADDRESS set: Explain runs on the cluster, not the queue."""
+    before = _remote(cluster).stats()
+    code = (
+        "import json; from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=300); at.run()\n"
+        "at.number_input(key='set_samples').set_value(100)\n"
+        "at.number_input(key='set_repeats').set_value(1); at.run()\n"
+        "next(b for b in at.button if b.label == 'Explain').click().run()\n"
+        "from pages.lib.state import work_queue\n"
+        "ex = at.session_state['app'].explanation\n"
+        "print(json.dumps({'exc': len(at.exception), 'errors': [e.value for e in at.error],\n"
+        "  'explained': ex is not None, 'queue_calls': work_queue().forward_calls,\n"
+        "  'captions': [c.value for c in at.sidebar.caption]}))"
+    )
+    env = {**os.environ, "LIMECRAFT_RAY_ADDRESS": cluster}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["exc"] == 0 and out["errors"] == [] and out["explained"]
+    assert out["queue_calls"] == 0  # the local work queue was not used
+    assert any("Ray Serve cluster" in c for c in out["captions"])
+    after = _remote(cluster).stats()
+    assert after["requests"] > before["requests"]

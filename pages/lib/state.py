@@ -333,10 +333,18 @@ def run_explain(
                 f"explanation{'s' if q.position > 1 else ''} ahead of yours",
             )
 
-    queued = lc.QueuedClassifier(clf, work_queue(), alive=session_alive(), on_wait=waiting)
+    from models.remote import RemoteClassifier
+
+    # A Ray Serve deployment batches across sessions itself, and composes next to its model:
+    # only local models go through this process's work queue.
+    runner = (
+        clf
+        if isinstance(clf, RemoteClassifier)
+        else lc.QueuedClassifier(clf, work_queue(), alive=session_alive(), on_wait=waiting)
+    )
     ex = lc.explain(
         image,
-        queued,
+        runner,
         segments=reg,
         samples=settings.samples,
         seed=settings.seed,
@@ -596,6 +604,10 @@ def top5(s: AppState) -> None:
     probs = predict(s, s.image)
     if probs is None:
         return
+    remote = getattr(classifier(s.model_name), "status", None)
+    if remote is not None:  # LIMECRAFT_RAY_ADDRESS: the model runs on a Ray Serve cluster
+        where = "on the Ray Serve cluster" if remote.mode == "remote" else "locally (fallback)"
+        st.caption(f"Model runs {where} at {md(remote.address)}. {md(remote.message)}")
     order = np.argsort(-probs)[:5]
     st.markdown("**Model's top-5 prediction**")
     st.dataframe(
