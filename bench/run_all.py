@@ -435,6 +435,11 @@ def main() -> None:
     ap.add_argument("--captum-batch-sizes", default="16,64,256")
     ap.add_argument("--floor-batch-sizes", default="16,64")
     ap.add_argument("--memory-sizes", default="500,5000")
+    ap.add_argument(
+        "--memory-from",
+        help="take the memory figures from this earlier run_all JSON instead of measuring "
+        "(they are absolute, not timings, so the machine's load does not change them)",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--no-readme", action="store_true", help="leave bench/README.md alone")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
@@ -470,7 +475,10 @@ def main() -> None:
     if "segmentation" not in skip:
         print("[run_all] segmentation ...", file=sys.stderr, flush=True)
         res["segmentation"] = bench_segmentation(args.repeats)
-    if "memory" not in skip:
+    if args.memory_from:
+        res["memory"] = json.loads(Path(args.memory_from).read_text())["memory"]
+        res["memory"]["from"] = args.memory_from
+    elif "memory" not in skip:
         print("[run_all] memory ...", file=sys.stderr, flush=True)
         res["memory"] = bench_memory([int(v) for v in args.memory_sizes.split(",")], args.device)
     if "app" not in skip:

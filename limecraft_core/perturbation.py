@@ -406,7 +406,7 @@ def run_masks(
     (N, C) float32 tensor on the device.
     """
     n = len(masks)
-    outs = []
+    result: torch.Tensor | None = None  # (N, C), allocated once the first batch gives C
     done = 0
     buffer = None
     diff = image - fill
@@ -423,7 +423,12 @@ def run_masks(
             batch = compose_batch(
                 image, fill, labels, m, out=buffer[: stop - done], diff=diff, expand=expand
             )
-            outs.append(forward(batch).float())
+            out = forward(batch).float()
+            if result is None:
+                # One allocation for all scores: many small per-batch tensors kept alive between
+                # the model's large, freed activations fragment the heap (RSS grew with N).
+                result = torch.empty((n, *out.shape[1:]), dtype=out.dtype, device=out.device)
+            result[done:stop] = out
         except torch.OutOfMemoryError:
             buffer = None
             if batch_size == 1:
@@ -438,7 +443,7 @@ def run_masks(
         done = stop
         if progress is not None:
             progress(done, n)
-    return torch.cat(outs) if outs else torch.empty(0)
+    return result if result is not None else torch.empty(0)
 
 
 class MaskCache:

@@ -287,7 +287,7 @@ class QueuedClassifier(Classifier):
             self.inner, image, fill, labels, masks, batch_size, expand=expand, alive=self.alive
         )
         self.job_id = job
-        outs: list[torch.Tensor] = []
+        result: torch.Tensor | None = None  # one allocation for all scores (see run_masks)
         done = 0
         try:
             for f in futures:
@@ -295,7 +295,7 @@ class QueuedClassifier(Classifier):
                     if cancel is not None and cancel():
                         raise Cancelled("cancelled")
                     try:
-                        outs.append(f.result(timeout=self.poll_s).float())
+                        out = f.result(timeout=self.poll_s).float()
                         break
                     except TimeoutError:
                         if self.on_wait is not None:
@@ -304,10 +304,14 @@ class QueuedClassifier(Classifier):
                                 self.on_wait(st)
                     except CancelledError:
                         raise Cancelled("cancelled") from None
-                done += len(outs[-1])
+                if result is None:
+                    shape = (len(masks), *out.shape[1:])
+                    result = torch.empty(shape, dtype=out.dtype, device=out.device)
+                result[done : done + len(out)] = out
+                done += len(out)
                 if progress is not None:
                     progress(done, len(masks))
         finally:
             if done < len(masks):
                 self.queue.drop(job)  # cancelled, closed or failed: free the device for others
-        return torch.cat(outs)
+        return result
