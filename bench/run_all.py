@@ -36,7 +36,6 @@ import contextlib
 import io
 import json
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -194,9 +193,9 @@ def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dic
     variants: dict[str, Any] = {"limecraft (fp32)": explain}
     for bs in args.floor_batch_sizes:
         variants[f"floor@{bs}"] = lambda bs=bs: run_floor(bs)
-    for bs in args.lime_batch_sizes if not heavy else args.lime_batch_sizes[-1:]:
+    for bs in args.heavy_lime_batch_sizes if heavy else args.lime_batch_sizes:
         variants[f"lime@{bs}"] = lambda bs=bs: run_lime(bs)
-    for ppe in args.captum_batch_sizes if not heavy else args.captum_batch_sizes[-1:]:
+    for ppe in args.heavy_captum_batch_sizes if heavy else args.captum_batch_sizes:
         variants[f"captum@{ppe}"] = lambda p=ppe: run_captum(p)
     if device.type == "cpu":
         variants["limecraft bf16 + channels_last"] = lambda: explain(c=fast)
@@ -293,20 +292,28 @@ def memory_child(samples: int, device: str) -> None:
     clf = make_classifier("resnet50", device)
     image = chelsea()
     segments = lc.segment(image, "quickshift", working_size=None)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _proc_status_mb("VmHWM")
     t = time.perf_counter()
     lc.explain(image, clf, segments=segments, samples=samples, seed=0, compute_deltas=False)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         json.dumps(
             {
                 "samples": samples,
-                "peak_rss_mb": peak / 1024,
-                "rss_before_mb": before / 1024,
+                # VmHWM: this process's own peak RSS. (getrusage's ru_maxrss would carry the
+                # parent's peak over execve, and the parent ran lime and captum.)
+                "peak_rss_mb": _proc_status_mb("VmHWM"),
+                "peak_before_explain_mb": before,
                 "seconds": time.perf_counter() - t,
             }
         )
     )
+
+
+def _proc_status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status (Linux only)")
 
 
 def bench_memory(sizes: list[int], device: str) -> dict[str, Any]:
@@ -433,6 +440,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
     ap.add_argument("--lime-batch-sizes", default="10,100,1000")
     ap.add_argument("--captum-batch-sizes", default="16,64,256")
+    ap.add_argument("--heavy-lime-batch-sizes", default="10,100", help="for the resnets")
+    ap.add_argument("--heavy-captum-batch-sizes", default="16,64", help="for the resnets")
     ap.add_argument("--floor-batch-sizes", default="16,64")
     ap.add_argument("--memory-sizes", default="500,5000")
     ap.add_argument(
@@ -447,7 +456,13 @@ def main() -> None:
     if args.memory_child:
         memory_child(args.memory_child, args.device)
         return
-    for key in ("lime_batch_sizes", "captum_batch_sizes", "floor_batch_sizes"):
+    for key in (
+        "lime_batch_sizes",
+        "captum_batch_sizes",
+        "heavy_lime_batch_sizes",
+        "heavy_captum_batch_sizes",
+        "floor_batch_sizes",
+    ):
         setattr(args, key, [int(v) for v in getattr(args, key).split(",")])
     skip = {s for s in args.skip.split(",") if s}
     unknown = skip - set(PARTS)

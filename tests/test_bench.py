@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,8 @@ def test_load_script_serves_concurrent_sessions_without_errors(tmp_path):
         text=True,
         timeout=600,
         cwd=ROOT,
+        # combine sessions' chunks even on a CPU (by default it does not: see WorkQueue)
+        env={**os.environ, "LIMECRAFT_QUEUE_MAX_BATCH": "200"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (row,) = json.loads(out.read_text())["rows"]

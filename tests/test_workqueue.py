@@ -53,7 +53,8 @@ def test_queued_equals_local(photo, queue):
     assert queue.forward_calls >= 1 and queue.pending() == 0
 
 
-def test_two_sessions_share_forward_passes(photo, queue):
+def test_two_sessions_share_forward_passes(photo):
+    queue = WorkQueue(max_batch=40)  # on a CPU the default does not combine (see WorkQueue)
     model = Slow()
     clf = shared(model)
     other = np.ascontiguousarray(photo[::-1])  # a different image for the second session
@@ -85,6 +86,19 @@ def test_two_sessions_share_forward_passes(photo, queue):
     # Batches of 20 from two sessions were combined into passes of 40.
     assert queue.combined_calls >= 1 and max(model.sizes) == 40
     assert queue.forward_calls == len(model.sizes) < rows / 20
+    queue.shutdown()
+
+
+def test_on_a_cpu_the_default_does_not_combine(queue):
+    clf = shared(Slow(delay=0.02))
+    image = torch.rand(3, 32, 32)
+    labels = torch.arange(32 * 32).reshape(32, 32) // 256
+    jobs = [queue.submit(clf, image, image, labels, np.ones((40, 4), bool), 10) for _ in range(2)]
+    for _, futures in jobs:
+        for f in futures:
+            f.result(timeout=10)
+    assert queue.forward_calls == 8 and queue.combined_calls == 0
+    assert clf.model.sizes == [10] * 8
 
 
 def test_round_robin_and_position(queue):

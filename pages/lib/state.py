@@ -179,7 +179,11 @@ def classifier(name: str, precision: str = "auto") -> lc.Classifier:
 def work_queue() -> lc.WorkQueue:
     """One bounded queue in front of the device for every session of this process: concurrent
     Explains are served in turn and combined into shared forward passes."""
-    return lc.WorkQueue(max_jobs=int(os.environ.get("LIMECRAFT_MAX_QUEUED", "64")))
+    batch = os.environ.get("LIMECRAFT_QUEUE_MAX_BATCH")  # images per combined pass
+    return lc.WorkQueue(
+        max_jobs=int(os.environ.get("LIMECRAFT_MAX_QUEUED", "64")),
+        max_batch=int(batch) if batch else None,
+    )
 
 
 def session_alive() -> Callable[[], bool]:
