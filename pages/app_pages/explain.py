@@ -46,7 +46,7 @@ with right:
         st.success(
             f"Explained {s.explanation.n_regions} regions with {samples} in "
             f"{t['total_s']:.1f} s"
-            + (f", {passes} model passes (repeated masks scored once)." if passes else ".")
+            + (f", {passes} model passes." if passes else ".")
         )
 
 ex = s.explanation
