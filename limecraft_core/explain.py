@@ -762,7 +762,7 @@ def explain(
             checks.append(check)
             if (
                 check["kendall_w"] >= early_stop
-                and check["jaccard_top5"] >= 0.8
+                and check["jaccard_top5"] >= _trust.STABLE_JACCARD
                 and check["sign_flips_top10"] == 0
             ):
                 break
