@@ -25,6 +25,19 @@ def quadrants() -> np.ndarray:
 
 
 @pytest.fixture
+def at():
+    """A fresh session of the real app (Streamlit's AppTest), opened without an exception."""
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(
+        str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120
+    )
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+@pytest.fixture
 def photo() -> np.ndarray:
     """scikit-image's chelsea at 96x128 (ships with scikit-image; no download)."""
     from skimage import data, transform

@@ -28,14 +28,6 @@ def png(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-@pytest.fixture
-def at():
-    app = AppTest.from_file(APP, default_timeout=120)
-    app.run()
-    assert not app.exception, app.exception
-    return app
-
-
 def state(at):
     return at.session_state["app"]
 

@@ -583,14 +583,6 @@ def test_session_json_segments_bomb_is_refused_before_decompressing(explanation_
 # ----------------------------------------------------------------------------- the app
 
 
-@pytest.fixture
-def at():
-    app = AppTest.from_file(APP, default_timeout=120)
-    app.run()
-    assert not app.exception, app.exception
-    return app
-
-
 def app_state(at):
     return at.session_state["app"]
 
