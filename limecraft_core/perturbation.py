@@ -486,6 +486,7 @@ class MaskCache:
         """(N, C) outputs in the order of ``keys``; every key must have been added."""
         if self._stacked is None:
             self._stacked = torch.cat(self._chunks)
+            self._chunks = [self._stacked]  # hold the scores once, not as chunks and a copy
         idx = torch.tensor([self._index[k] for k in keys], device=self._stacked.device)
         return self._stacked.index_select(0, idx)
 
