@@ -24,6 +24,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
+import ctypes
 import gc
 import hashlib
 import json
@@ -67,8 +68,18 @@ def live_tensors() -> int:
     return sum(1 for o in gc.get_objects() if issubclass(type(o), torch.Tensor))
 
 
+def _release_free_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc), so RSS counts live memory, not the
+    allocator's retained free lists; a real leak stays resident after this."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: RSS then includes free lists
+        pass
+
+
 def snapshot() -> dict[str, float]:
     gc.collect()
+    _release_free_heap()
     return {
         "rss_mib": rss_mib(),
         "open_fds": open_fds(),
