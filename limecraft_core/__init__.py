@@ -17,7 +17,10 @@ from .edits import (
     apply_edits,
     transform_mask,
 )
-from .explain import OUTPUT_SPACES, Explanation, explain, resolve_classifier
+from .config import ExplainConfig
+from .explain import OUTPUT_SPACES, as_scorer, explain
+from .result import Explanation, RunInfo
+from .trust import TrustResults
 from .perturbation import (
     FILLS,
     SCHEMES,
@@ -58,7 +61,7 @@ from .surrogate import (
     make_kernel,
     uniform_kernel,
 )
-from .workqueue import QueuedClassifier, QueueStatus, WorkQueue
+from .scorer import Scorer
 
 __all__ = [
     "EDIT_FILLS",
@@ -73,19 +76,21 @@ __all__ = [
     "Classifier",
     "Edit",
     "EditResult",
+    "ExplainConfig",
     "Explanation",
     "Heatmap",
     "LimecraftError",
     "MaskCache",
     "MaskSample",
     "ModelError",
-    "QueueStatus",
-    "QueuedClassifier",
     "Regions",
+    "RunInfo",
+    "Scorer",
     "SurrogateFit",
-    "WorkQueue",
+    "TrustResults",
     "__version__",
     "apply_edit",
+    "as_scorer",
     "apply_edits",
     "boundaries",
     "colorbar",
@@ -107,7 +112,6 @@ __all__ = [
     "region_map",
     "regions_from_labels",
     "relabel",
-    "resolve_classifier",
     "resolve_device",
     "sample_masks",
     "segment",

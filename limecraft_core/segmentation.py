@@ -318,6 +318,9 @@ class Regions:
     atom_names : tuple of str, one per atom ("" for automatic superpixels)
     groups : tuple of tuple of int, atoms of each region
     group_names : tuple of str, one per region
+    source : dict or None, the segmentation settings that made the atoms (flat
+        ``SegmentationConfig`` fields), kept through merges and splits; None for a label map
+        given as is
     """
 
     atoms: np.ndarray
@@ -325,6 +328,7 @@ class Regions:
     atom_names: tuple[str, ...]
     groups: tuple[tuple[int, ...], ...] = field(default=())
     group_names: tuple[str, ...] = field(default=())
+    source: dict | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.atom_keys)
@@ -626,7 +630,12 @@ def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None)
     groups = [g for i, g in enumerate(regions.groups) if i not in ids] + [merged]
     names = [n for i, n in enumerate(regions.names) if i not in ids] + [name]
     return Regions(
-        regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names)
+        regions.atoms,
+        regions.atom_keys,
+        regions.atom_names,
+        tuple(groups),
+        tuple(names),
+        regions.source,
     )
 
 
@@ -662,5 +671,10 @@ def split_region(regions: Regions, region_id: int) -> Regions:
         regions.atom_names[a] for a in group
     ]
     return Regions(
-        regions.atoms, regions.atom_keys, regions.atom_names, tuple(groups), tuple(names)
+        regions.atoms,
+        regions.atom_keys,
+        regions.atom_names,
+        tuple(groups),
+        tuple(names),
+        regions.source,
     )

@@ -20,10 +20,17 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import rankdata, spearmanr
 
+from ._validate import LimecraftError
+from .limits import THRESHOLDS
 from .surrogate import cosine_distance, fit_ridge, make_kernel
 
 __all__ = [
     "STABLE_W",
+    "EarlyStop",
+    "EarlyStopCheck",
+    "FillComparison",
+    "TrustResults",
+    "fidelity",
     "UNSTABLE_W",
     "Convergence",
     "Faithfulness",
@@ -40,9 +47,11 @@ __all__ = [
     "verdict",
 ]
 
-STABLE_W, UNSTABLE_W = 0.9, 0.7
-STABLE_JACCARD, UNSTABLE_JACCARD = 0.8, 0.5
-UNSTABLE_FLIPS = 0.3
+STABLE_W, UNSTABLE_W = THRESHOLDS["stable_kendall_w"], THRESHOLDS["unstable_kendall_w"]
+STABLE_JACCARD = THRESHOLDS["stable_jaccard_top5"]
+UNSTABLE_JACCARD = THRESHOLDS["unstable_jaccard_top5"]
+UNSTABLE_FLIPS = THRESHOLDS["unstable_sign_flips_top10"]
+GOOD_R2, LOW_R2 = THRESHOLDS["good_r2"], THRESHOLDS["low_r2"]
 
 
 def _top(weights: np.ndarray, n: int) -> np.ndarray:
@@ -209,7 +218,7 @@ def convergence(
         js.append(jaccard_top(w))
     needed = None
     for i, n in enumerate(sizes):
-        if all(v >= STABLE_W for v in ws[i:]):
+        if all(v >= THRESHOLDS["convergence_kendall_w"] for v in ws[i:]):
             needed = int(n)
             break
     return Convergence(sizes=[int(n) for n in sizes], kendall_w=ws, jaccard_top5=js, needed=needed)
@@ -303,6 +312,14 @@ class Faithfulness:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def beats_random(self) -> bool:
+        """The explanation's order beats random orders both ways (deletion lower, insertion higher)."""
+        return (
+            self.deletion_auc < self.random_deletion_auc
+            and self.insertion_auc > self.random_insertion_auc
+        )
+
 
 def deletion_insertion_masks(order: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
     """Masks hiding (deletion) or revealing (insertion) the first j regions of ``order``.
@@ -341,3 +358,163 @@ def rank_agreement(weights: np.ndarray) -> list[list[float]]:
         rho = spearmanr(w[i], w[j]).statistic if np.ptp(w[i]) > 0 and np.ptp(w[j]) > 0 else 0.0
         out[i, j] = out[j, i] = float(rho)
     return out.tolist()
+
+
+@dataclass(frozen=True)
+class FillComparison:
+    """The same masks explained under other fills: does the conclusion depend on the fill?
+
+    Attributes
+    ----------
+    fills : list of str, the main fill first
+    weights : list of K-float lists, one per fill
+    spearman : (F, F) list of lists, rank agreement between fills
+    top5_overlap_with_main : list of float, |top-5 ∩ main top-5| / 5 per fill
+    top1 : list of int, the top region per fill
+    """
+
+    fills: list[str]
+    weights: list[list[float]]
+    spearman: list[list[float]]
+    top5_overlap_with_main: list[float]
+    top1: list[int]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def agree(self) -> bool:
+        """Every fill puts the same region first."""
+        return len(set(self.top1)) == 1
+
+
+def fill_comparison(names: Sequence[str], weights: np.ndarray) -> FillComparison:
+    """Compare explanations of the same masks under several fills (row 0 is the main fill)."""
+    fw = np.asarray(weights, np.float64)
+    top = [set(np.argsort(-row, kind="stable")[:5].tolist()) for row in fw]
+    return FillComparison(
+        fills=list(names),
+        weights=fw.tolist(),
+        spearman=rank_agreement(fw),
+        top5_overlap_with_main=[len(top[0] & t) / 5 for t in top],
+        top1=[int(np.argmax(row)) for row in fw],
+    )
+
+
+@dataclass(frozen=True)
+class EarlyStopCheck:
+    """One split-half check: two halves of the first ``n`` samples fitted separately."""
+
+    n: int
+    kendall_w: float
+    jaccard_top5: float
+    sign_flips_top10: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def passes(self, threshold: float) -> bool:
+        """The early-stop rule: the halves agree as "stable" does, with W at least ``threshold``."""
+        return (
+            self.kendall_w >= threshold
+            and self.jaccard_top5 >= STABLE_JACCARD
+            and self.sign_flips_top10 == 0
+        )
+
+
+def split_half(
+    masks: np.ndarray, y: np.ndarray, sample_weights: np.ndarray, alpha: float
+) -> EarlyStopCheck:
+    """Fit the two halves of a sample independently and measure their agreement.
+
+    Rows go to halves in pairs (0-1, 4-5, ... and 2-3, 6-7, ...), so that antithetic pairs
+    stay together; each half is a valid sample on its own.
+    """
+    half = (np.arange(len(masks)) // 2) % 2 == 0
+    w = [
+        fit_ridge(masks[h], y[h, None], sample_weights[h], alpha=alpha).coef[0]
+        for h in (half, ~half)
+    ]
+    st = stability(np.stack(w))
+    return EarlyStopCheck(
+        n=len(masks),
+        kendall_w=st.kendall_w,
+        jaccard_top5=st.jaccard_top5,
+        sign_flips_top10=st.sign_flips_top10,
+    )
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """What the early-stop rule did: the checks it made and where it stopped."""
+
+    threshold: float
+    step: int
+    samples_requested: int
+    samples_used: int
+    stopped: bool
+    checks: list[EarlyStopCheck]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["checks"] = [c.to_dict() for c in self.checks]
+        return d
+
+
+def fidelity(r2: float) -> str:
+    """``good``, ``fair`` or ``low``: how well the linear surrogate fits the model's outputs."""
+    return "good" if r2 >= GOOD_R2 else "fair" if r2 >= LOW_R2 else "low"
+
+
+_RESULTS = {
+    "stability": Stability,
+    "convergence": Convergence,
+    "kernel_sweep": KernelSweep,
+    "faithfulness": Faithfulness,
+    "fills": FillComparison,
+    "early_stop": EarlyStop,
+}
+VERDICTS = ("stable", "borderline", "unstable")
+
+
+@dataclass(frozen=True)
+class TrustResults:
+    """The trust checks that ran (None: not asked for); each a typed result."""
+
+    stability: Stability | None = None
+    convergence: Convergence | None = None
+    kernel_sweep: KernelSweep | None = None
+    faithfulness: Faithfulness | None = None
+    fills: FillComparison | None = None
+    early_stop: EarlyStop | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready, one key per check that ran."""
+        return {k: getattr(self, k).to_dict() for k in _RESULTS if getattr(self, k) is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrustResults:
+        """Rebuild from :meth:`to_dict`'s output (keys other than the checks' are ignored).
+
+        Raises
+        ------
+        LimecraftError
+            If a check's fields are missing, extra or of the wrong kind.
+        """
+        out = {}
+        for key, kind in _RESULTS.items():
+            if key not in d:
+                continue
+            v = d[key]
+            try:
+                if not isinstance(v, dict):
+                    raise TypeError("not an object")
+                if key == "early_stop":
+                    v = {**v, "checks": [EarlyStopCheck(**c) for c in v["checks"]]}
+                obj = kind(**v)
+            except (TypeError, KeyError) as e:
+                raise LimecraftError(f"the {key} check is malformed: {e}") from None
+            if key == "stability" and obj.verdict not in VERDICTS:
+                raise LimecraftError(f"unknown stability verdict {obj.verdict!r}")
+            out[key] = obj
+        return cls(**out)

@@ -134,8 +134,8 @@ def numbers(ex) -> dict:
         "classes": d["classes"],
         "top_predictions": d["top_predictions"],
         "trust": {k: d[k] for k in ("stability", "convergence", "kernel_sweep", "faithfulness", "fills", "early_stop") if k in d},
-        "samples_used": d["settings"].get("samples_used"),
-        "model_passes": d["settings"].get("model_passes"),
+        "samples_used": d["run"]["samples_used"],
+        "model_passes": d["run"]["model_passes"],
     }
 
 

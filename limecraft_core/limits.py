@@ -1,0 +1,76 @@
+"""One table of limits and thresholds: the engine's checks, the CLI, the app's widget ranges and
+``docs/limits.md`` all read these numbers (``tests/test_config.py`` keeps the doc in step).
+
+Each :class:`Limit` is the range the engine accepts; ``app`` is the narrower range the app's
+widgets offer, so that a page stays responsive on a CPU (the engine still accepts the rest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LIMITS", "THRESHOLDS", "Limit"]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A closed (or left-open) range; ``hi=None`` is unbounded above."""
+
+    lo: float
+    hi: float | None
+    lo_open: bool = False
+    app: tuple[float, float] | None = None  # the app's widget range, when narrower
+    unit: str = ""
+
+    def describe(self) -> str:
+        """The range as the docs write it, e.g. ``[10, 200000]`` or ``(0, 1]`` or ``> 0``."""
+        if self.hi is None:
+            return f"{'>' if self.lo_open else '>='} {_num(self.lo)}"
+        return f"{'(' if self.lo_open else '['}{_num(self.lo)}, {_num(self.hi)}]"
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+
+
+LIMITS: dict[str, Limit] = {
+    # sampling
+    "samples": Limit(10, 200_000, app=(50, 20_000)),
+    "seed": Limit(0, 2**63 - 1, app=(0, 2**31 - 1)),
+    "p": Limit(0, 1, lo_open=True, app=(0.05, 0.95)),
+    "early_stop": Limit(0, 1, lo_open=True),
+    "early_stop_step": Limit(10, 200_000),  # and at most `samples`
+    # surrogate
+    "kernel_width": Limit(0, None, lo_open=True, app=(0.01, 10.0)),
+    "ridge_alpha": Limit(0, 1e6),
+    # fill
+    "blur_sigma": Limit(0, None, lo_open=True, app=(0.5, 100.0), unit="px"),
+    "mask_expansion": Limit(0, 64, app=(0, 16), unit="px"),
+    # targets
+    "target": Limit(0, 2**31 - 1),  # and below the model's class count
+    "top_labels": Limit(1, 100, app=(1, 10)),
+    # trust checks
+    "repeats": Limit(1, 50, app=(1, 20)),
+    "convergence": Limit(10, 200_000),  # each size, and at most `samples`
+    # speed
+    "batch_size": Limit(1, 65536, app=(1, 1024)),
+    # segmentation
+    "n_segments": Limit(1, 5000, app=(2, 300)),
+    "inner_segments": Limit(1, 1000, app=(1, 50)),
+    "outer_segments": Limit(1, 5000, app=(1, 300)),
+    "working_size": Limit(16, 100_000, app=(64, 2048), unit="px"),
+}
+
+# Verdict thresholds. Stability over repeats (and the early-stop rule, which applies the
+# "stable" line to two halves of one sample): see limecraft_core.trust.
+THRESHOLDS: dict[str, float] = {
+    "stable_kendall_w": 0.9,  # Kendall's W over the top-10 regions, at least
+    "unstable_kendall_w": 0.7,  # below this: unstable
+    "stable_jaccard_top5": 0.8,  # mean pairwise top-5 Jaccard, at least
+    "unstable_jaccard_top5": 0.5,  # below this: unstable
+    "unstable_sign_flips_top10": 0.3,  # above this share of the top-10 flipping sign: unstable
+    "early_stop_default": 0.9,  # the app's "stop early when stable" uses this W
+    "convergence_kendall_w": 0.9,  # "converged from N samples": W at least this from N on
+    "low_r2": 0.5,  # surrogate fidelity below this gets a plain warning
+    "good_r2": 0.8,  # and at least this a "good" badge
+}

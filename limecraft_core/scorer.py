@@ -1,0 +1,72 @@
+"""The one plug point between the engine and a model: the :class:`Scorer` protocol.
+
+The engine sends a scene (the image, the fill and the label map, once) and (N, K) binary masks;
+a scorer composes the perturbed images wherever its model lives and returns their scores. The
+local :class:`~limecraft_core.Classifier` implements it; so do the multi-session work queue and
+the Ray Serve client in ``serving/``, side by side and by composition (each holds what it wraps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+__all__ = ["Scorer"]
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """What :func:`limecraft_core.explain` needs of a model.
+
+    Attributes
+    ----------
+    name : str, recorded in the explanation's settings
+    device : torch.device, where the engine puts the scene tensors
+    input_size : (h, w) or None; the engine composes at this size (None: the image's own)
+    normalize, precision : str, recorded in the settings
+    channels_last : bool, recorded in the settings
+    """
+
+    name: str
+    device: torch.device
+    input_size: tuple[int, int] | None
+    normalize: str
+    precision: str
+    channels_last: bool
+
+    def label(self, index: int) -> str:
+        """Name of class ``index``."""
+        ...
+
+    def run_masks(
+        self,
+        image: torch.Tensor,
+        fill: torch.Tensor,
+        labels: torch.Tensor,
+        masks: np.ndarray,
+        batch_size: int,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        expand: int = 0,
+    ) -> torch.Tensor:
+        """Scores of the perturbations ``masks`` of the scene.
+
+        Parameters
+        ----------
+        image, fill : (3, h, w) float32 tensors in [0, 1] on ``device``
+        labels : (h, w) int64 tensor on ``device``, region ids 0..K-1
+        masks : (N, K) bool ndarray; True keeps a region, False fills it
+        batch_size : int, images per forward pass
+        progress : callable(done, total), optional
+        cancel : callable() -> bool, optional; True stops with ``Cancelled``
+        expand : int, grow hidden regions by this many pixels
+
+        Returns
+        -------
+        (N, C) float32 tensor of raw scores.
+        """
+        ...
