@@ -16,8 +16,11 @@ __all__ = [
     "delta_map",
     "diverging_colors",
     "heatmap",
+    "id_positions",
+    "outline_masks",
     "region_colors",
     "region_map",
+    "softmax",
     "top_regions",
 ]
 
@@ -223,3 +226,86 @@ def region_map(image: np.ndarray, segments: np.ndarray, *, alpha: float = 0.45) 
     out = (1 - alpha) * img + alpha * colours
     out[find_boundaries(segments, mode="inner")] = 1.0
     return _u8(out)
+
+
+def id_positions(labels: np.ndarray) -> list[tuple[int, float, float]]:
+    """A point well inside each region, where its id can be written.
+
+    Parameters
+    ----------
+    labels : (H, W) int ndarray, ids 0..K-1 (a missing id is skipped)
+
+    Returns
+    -------
+    list of (id, x, y), in pixel units of ``labels``: the point farthest from the region's
+    border (a centroid can fall outside a ring or a crescent).
+    """
+    from scipy import ndimage as ndi
+
+    labels = np.asarray(labels)
+    if labels.ndim != 2 or not np.issubdtype(labels.dtype, np.integer):
+        raise LimecraftError("labels must be a 2-D integer label map")
+    out = []
+    for region, box in enumerate(ndi.find_objects(labels + 1)):
+        if box is None:
+            continue
+        m = np.pad(labels[box] == region, 1)
+        dist = ndi.distance_transform_edt(m)[1:-1, 1:-1]
+        y, x = np.unravel_index(np.argmax(dist), dist.shape)
+        out.append((region, box[1].start + x + 0.5, box[0].start + y + 0.5))
+    return out
+
+
+def outline_masks(
+    image: np.ndarray,
+    masks: list[np.ndarray],
+    colours: list[tuple[int, int, int]],
+    alpha: float = 0.35,
+) -> np.ndarray:
+    """The image with each mask tinted and outlined in its colour (handcrafted regions).
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray
+    masks : list of (H, W) bool ndarrays; a later mask is drawn over an earlier one
+    colours : list of (R, G, B) ints in [0, 255], one per mask
+    alpha : float in [0, 1], opacity of the tint
+
+    Returns
+    -------
+    (H, W, 3) uint8 ndarray; ``image`` is not modified.
+    """
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise LimecraftError("image must be (H, W, 3)")
+    if len(masks) != len(colours):
+        raise LimecraftError("one colour per mask is needed")
+    alpha = check_float("alpha", alpha, 0.0, 1.0)
+    out = image.astype(np.float32)
+    for mask, colour in zip(masks, colours, strict=True):
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != image.shape[:2]:
+            raise LimecraftError(
+                f"a mask is {mask.shape[1]}x{mask.shape[0]}, the image "
+                f"{image.shape[1]}x{image.shape[0]}; they must match"
+            )
+        rgb = np.asarray(colour, np.float32)
+        out[mask] = (1 - alpha) * out[mask] + alpha * rgb
+        out[find_boundaries(mask, mode="inner")] = rgb
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Class probabilities from a model's raw scores (numerically stable).
+
+    Parameters
+    ----------
+    logits : (C,) float ndarray
+
+    Returns
+    -------
+    (C,) float64 ndarray, non-negative, summing to 1.
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()

@@ -62,3 +62,37 @@ def test_mismatched_inputs_are_refused(setup):
         heatmap(img, labels, w[:3])
     with pytest.raises(LimecraftError, match="do not match"):
         boundaries(img, labels[:10])
+
+
+def test_id_positions_fall_inside_their_regions():
+    from limecraft_core.render import id_positions
+
+    labels = np.zeros((20, 20), np.int32)
+    labels[5:15, 5:15] = 1  # a square inside a ring: the ring's centroid is outside it
+    got = id_positions(labels)
+    assert [r for r, _, _ in got] == [0, 1]
+    for region, x, y in got:
+        assert labels[int(y), int(x)] == region
+
+
+def test_outline_masks_tints_only_the_masks_and_keeps_the_input():
+    from limecraft_core.render import outline_masks
+
+    img = np.full((10, 10, 3), 100, np.uint8)
+    keep = img.copy()
+    m = np.zeros((10, 10), bool)
+    m[2:6, 2:6] = True
+    out = outline_masks(img, [m], [(255, 0, 0)])
+    assert np.array_equal(img, keep)
+    assert (out[~m] == 100).all()
+    assert tuple(out[2, 2]) == (255, 0, 0)  # the outline is the colour
+    assert out[3, 3, 0] > 100 and out[3, 3, 1] < 100  # the inside is tinted
+    with pytest.raises(LimecraftError):
+        outline_masks(img, [m], [])
+
+
+def test_softmax_is_a_distribution_and_stable():
+    from limecraft_core.render import softmax
+
+    p = softmax(np.array([1000.0, 1000.0, -1000.0]))
+    assert np.isclose(p.sum(), 1) and np.allclose(p[:2], 0.5) and p[2] >= 0
