@@ -42,53 +42,62 @@ def _positive_int(name: str):
     return parse
 
 
-def _number(name: str, lo: float = 0.0):
-    def parse(s: str) -> float:
+def _setting_type(spec: Any):
+    """argparse type for one setting: text to value, then checked by the schema's own rules."""
+    from .config import ExplainConfig, parse_text
+
+    def parse(s: str) -> Any:
         try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}") from None
-        if not np.isfinite(v) or v < lo:
-            raise argparse.ArgumentTypeError(f"{name} must be a number >= {lo}, got {s}")
+            v = parse_text(spec, s)
+            ExplainConfig.from_flat({spec.name: v})  # the one validation, with its message
+        except LimecraftError as e:
+            msg = str(e)
+            # a cross-field rule (e.g. convergence needs repeats) is checked once all flags are read
+            if "needs" in msg or "at most samples" in msg:
+                return v
+            raise argparse.ArgumentTypeError(msg) from None
         return v
 
+    parse.__name__ = spec.name
     return parse
 
 
-def _kernel_width(s: str) -> float | str:
-    if s == "uniform":
-        return s
-    v = _number("--kernel-width")(s)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"--kernel-width must be > 0 or 'uniform', got {s}")
-    return v
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting of ``limecraft_core.config``, grouped as the schema groups them."""
+    from .config import GROUPS, fields
 
-
-def _width_list(s: str) -> list[float | str]:
-    out: list[float | str] = []
-    for part in s.split(","):
-        part = part.strip()
-        if part:
-            out.append(_kernel_width(part))
-    if not out:
-        raise argparse.ArgumentTypeError("--kernel-widths needs at least one width")
-    return out
-
-
-def _int_list(s: str) -> list[int]:
-    try:
-        return [int(x) for x in s.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected integers separated by commas, got {s!r}"
-        ) from None
+    groups = {g: parser.add_argument_group(f"{g} settings") for g in GROUPS}
+    for s in fields():
+        lim = s.limit
+        rng = f"; {lim.describe()}" if lim is not None else ""
+        default = f" (default: {s.default!r})" if s.default not in (None, ()) else ""
+        help_ = f"{s.help}{rng}{default}".replace("%", "%%")
+        g = groups[s.group]
+        if s.kind == "bool":
+            g.add_argument(
+                s.flag,
+                dest=s.name,
+                action=argparse.BooleanOptionalAction,
+                default=argparse.SUPPRESS,
+                help=help_,
+            )
+        elif s.choices:
+            g.add_argument(
+                s.flag, dest=s.name, choices=s.choices, default=argparse.SUPPRESS, help=help_
+            )
+        else:
+            g.add_argument(
+                s.flag,
+                dest=s.name,
+                type=_setting_type(s),
+                default=argparse.SUPPRESS,
+                metavar=s.kind.upper(),
+                help=help_,
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
-    from .perturbation import FILLS, SCHEMES
-    from .segmentation import METHODS
-
     p = _Parser(prog=PROG, description="LIMEcraft: LIME over regions that mean something.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -106,90 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--labels", help="text file with one class name per line")
     e.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
     e.add_argument("--normalize", choices=["imagenet", "none"])
-    e.add_argument("--segmentation", choices=METHODS, default="quickshift")
-    e.add_argument(
-        "--n-segments", type=_positive_int("--n-segments"), help="target number of regions"
-    )
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
     e.add_argument(
-        "--inner-segments",
-        type=_positive_int("--inner-segments"),
-        help="segment inside each handcrafted region into about N pieces (1: one feature)",
-    )
-    e.add_argument(
-        "--outer-segments",
-        type=_positive_int("--outer-segments"),
-        help="regions for the rest of the image (1: one background feature)",
-    )
-    e.add_argument("--samples", type=_positive_int("--samples"), default=1000)
-    e.add_argument("--sampling", choices=SCHEMES, default="bernoulli")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--fill", default="mean", help=f"{', '.join(FILLS)}, or #RRGGBB")
-    e.add_argument("--kernel-width", type=_kernel_width, default=0.25, help="> 0, or 'uniform'")
-    e.add_argument("--ridge-alpha", type=_number("--ridge-alpha"), default=1.0)
-    e.add_argument("--output-space", choices=["probability", "raw"], default="probability")
-    e.add_argument("--target", type=int, help="class index to explain (default: top-1)")
-    e.add_argument("--top-labels", type=_positive_int("--top-labels"), default=1)
-    e.add_argument("--batch-size", type=_positive_int("--batch-size"))
-    e.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    e.add_argument(
-        "--precision",
-        choices=["auto", "fp32", "bf16", "fp16"],
-        default="auto",
-        help="autocast precision (auto: bf16 on a GPU, fp32 on the CPU; bf16 on a CPU is ~2x faster)",
-    )
-    e.add_argument(
-        "--channels-last",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="NHWC memory format for the model (default: on a GPU only)",
-    )
-    e.add_argument(
-        "--dedup",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="score each distinct mask once (exact; default on)",
-    )
-    e.add_argument(
-        "--early-stop",
-        type=_number("--early-stop"),
-        help="stop sampling when two halves of the sample agree with Kendall's W >= this, e.g. 0.9",
-    )
-    e.add_argument(
-        "--early-stop-step",
-        type=_positive_int("--early-stop-step"),
-        help="samples between early-stop checks (default max(100, samples/10))",
-    )
-    e.add_argument(
         "--top-k", type=_positive_int("--top-k"), default=5, help="regions shown in overlay.png"
     )
-    t = e.add_argument_group(
-        "trust checks (JSON keys stability, convergence, kernel_sweep, faithfulness, fills)"
-    )
-    t.add_argument(
-        "--repeats",
-        type=_positive_int("--repeats"),
-        default=1,
-        help="explain with seeds seed..seed+R-1 and report stability",
-    )
-    t.add_argument("--kernel-widths", type=_width_list, help="e.g. 0.1,0.25,0.5,1,uniform")
-    t.add_argument(
-        "--convergence",
-        type=_int_list,
-        help="sample sizes, e.g. 100,200,500,1000 (needs --repeats >= 2)",
-    )
-    t.add_argument(
-        "--faithfulness", action="store_true", help="deletion/insertion curves and held-out R^2"
-    )
-    t.add_argument(
-        "--compare-fills",
-        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
-        help="e.g. blur,inpaint: how much the explanation depends on the fill",
-    )
-    t.add_argument(
-        "--mask-expansion", type=int, default=0, help="grow hidden regions by N pixels (0-64)"
-    )
+    add_settings(e)
     e.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     sub.add_parser("models", help="list registered models and whether they can run now")
@@ -229,54 +160,59 @@ def _progress_printer(quiet: bool):
     return show
 
 
+def settings_from_args(a: argparse.Namespace):
+    """The ExplainConfig of the flags given (the rest are the schema's defaults)."""
+    from .config import ExplainConfig, fields
+
+    return ExplainConfig.from_flat(
+        {s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)}
+    )
+
+
 def cmd_explain(a: argparse.Namespace) -> int:
+    from models.registry import load_classifier
+
     from . import render
     from .explain import explain
-    from .io import encode_png, read_image
+    from .io import encode_png, read_image, read_label_map, read_labels, read_mask
 
     image = read_image(a.image)
+    config = settings_from_args(a)
+    segments = regions_mask = None
+    if a.segments_file is not None:
+        if a.regions_mask is not None:
+            raise LimecraftError("give either --segments-file or --regions-mask, not both")
+        segments = read_label_map(a.segments_file)
+    elif a.regions_mask is not None:
+        regions_mask = read_mask(a.regions_mask)
     out = _out_dir(a.out)
-    result = explain(
-        image,
+    model = load_classifier(
         a.model,
-        samples=a.samples,
-        seed=a.seed,
-        fill=a.fill,
-        kernel_width=a.kernel_width,
-        ridge_alpha=a.ridge_alpha,
-        output_space=a.output_space,
-        target=a.target,
-        top_labels=a.top_labels,
-        batch_size=a.batch_size,
-        device=a.device,
-        segmentation=a.segmentation,
-        n_segments=a.n_segments,
-        segments_file=a.segments_file,
-        regions_mask=a.regions_mask,
-        inner_segments=a.inner_segments,
-        outer_segments=a.outer_segments,
-        sampling=a.sampling,
-        labels=a.labels,
         input_size=a.input_size,
         normalize=a.normalize,
-        precision=a.precision,
-        channels_last=a.channels_last,
-        dedup=a.dedup,
-        early_stop=a.early_stop,
-        early_stop_step=a.early_stop_step,
+        labels=read_labels(a.labels) if a.labels else None,
+        device=config.speed.device,
+        precision=config.speed.precision,
         arch=a.arch,
+        channels_last=config.speed.channels_last,
+    )
+    result = explain(
+        image,
+        model,
+        segments=segments,
+        regions_mask=regions_mask,
+        config=config,
         progress=_progress_printer(a.quiet),
-        repeats=a.repeats,
-        kernel_widths=a.kernel_widths,
-        convergence=a.convergence,
-        faithfulness=a.faithfulness,
-        compare_fills=a.compare_fills,
-        mask_expansion=a.mask_expansion,
     )
     doc = result.to_dict()
-    doc["settings"].update(
-        {"image_file": a.image, "model": a.model, "labels": a.labels, "arch": a.arch}
-    )
+    doc["inputs"] = {
+        "image_file": a.image,
+        "model": a.model,
+        "labels": a.labels,
+        "arch": a.arch,
+        "segments_file": a.segments_file,
+        "regions_mask": a.regions_mask,
+    }
     (out / "explanation.json").write_text(json.dumps(doc, indent=2))
     np.save(out / "segments.npy", result.segments)
     overlay = render.top_regions(image, result.segments, result.weights, k=a.top_k)
@@ -284,7 +220,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
     if not a.quiet:
         order = np.argsort(-np.abs(result.weights))[:5]
         print(
-            f"{result.class_labels[0]} (class {result.target}, {a.output_space} "
+            f"{result.class_labels[0]} (class {result.target}, {config.targets.output_space} "
             f"{result.predictions[0]:.3f}); {result.n_regions} regions, R^2 {result.score:.3f}, "
             f"{result.timings['total_s']:.2f} s"
         )
@@ -299,37 +235,39 @@ def cmd_explain(a: argparse.Namespace) -> int:
 
 
 def _print_trust(result: Any) -> None:
+    from .limits import THRESHOLDS
+
     t = result.trust
-    if "stability" in t:
-        st = t["stability"]
+    if t.stability is not None:
+        st = t.stability
         print(
-            f"stability over {st['repeats']} repeats: {st['verdict']} (Kendall's W {st['kendall_w']:.3f}, "
-            f"top-5 Jaccard {st['jaccard_top5']:.2f}, sign flips {st['sign_flips']:.0%})"
+            f"stability over {st.repeats} repeats: {st.verdict} (Kendall's W {st.kendall_w:.3f}, "
+            f"top-5 Jaccard {st.jaccard_top5:.2f}, sign flips {st.sign_flips:.0%})"
         )
-    if "convergence" in t:
-        c = t["convergence"]
-        needed = f"{c['needed']} samples" if c["needed"] else f"more than {c['sizes'][-1]} samples"
-        print(f"convergence: W >= 0.9 from {needed}")
-    if "kernel_sweep" in t:
-        k = t["kernel_sweep"]
+    if t.convergence is not None:
+        c = t.convergence
+        needed = f"{c.needed} samples" if c.needed else f"more than {c.sizes[-1]} samples"
+        print(f"convergence: W >= {THRESHOLDS['convergence_kendall_w']} from {needed}")
+    if t.kernel_sweep is not None:
+        k = t.kernel_sweep
         print(
-            f"kernel widths {k['widths']}: R^2 {[round(x, 3) for x in k['scores']]}; "
-            f"width-sensitive regions: {k['sensitive'] or 'none'}"
+            f"kernel widths {k.widths}: R^2 {[round(x, 3) for x in k.scores]}; "
+            f"width-sensitive regions: {k.sensitive or 'none'}"
         )
-    if "faithfulness" in t:
-        f = t["faithfulness"]
+    if t.faithfulness is not None:
+        f = t.faithfulness
         print(
-            f"faithfulness: deletion AUC {f['deletion_auc']:.3f} (random {f['random_deletion_auc']:.3f}), "
-            f"insertion AUC {f['insertion_auc']:.3f} (random {f['random_insertion_auc']:.3f}), "
-            f"held-out R^2 {f['heldout_r2']:.3f}"
+            f"faithfulness: deletion AUC {f.deletion_auc:.3f} (random {f.random_deletion_auc:.3f}), "
+            f"insertion AUC {f.insertion_auc:.3f} (random {f.random_insertion_auc:.3f}), "
+            f"held-out R^2 {f.heldout_r2:.3f}"
         )
-    if "fills" in t:
-        f = t["fills"]
+    if t.fills is not None:
+        f = t.fills
         print(
             "fills: "
-            + ", ".join(
+            + "; ".join(
                 f"{n}: top region {top}, Spearman {rho:.2f}"
-                for n, top, rho in zip(f["fills"], f["top1"], f["spearman"][0], strict=True)
+                for n, top, rho in zip(f.fills, f.top1, f.spearman[0], strict=True)
             )
         )
 

@@ -411,9 +411,9 @@ def fields() -> tuple[FieldSpec, ...]:
 _BY_NAME = {s.name: s for s in fields()}
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, tuple) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
-        return {k: x for k, x in v}  # params
+def _jsonable(v: Any, kind: str = "") -> Any:
+    if kind == "params":
+        return dict(v)
     if isinstance(v, tuple):
         return list(v)
     if callable(v):
@@ -472,7 +472,7 @@ class ExplainConfig:
         """JSON-ready: ``{group: {flat name: value}}``."""
         out: dict[str, dict[str, Any]] = {g: {} for g in GROUPS}
         for s in fields():
-            out[s.group][s.name] = _jsonable(getattr(getattr(self, s.group), s.attr))
+            out[s.group][s.name] = _jsonable(getattr(getattr(self, s.group), s.attr), s.kind)
         return out
 
     @classmethod
@@ -500,6 +500,8 @@ class ExplainConfig:
                     raise LimecraftError(
                         f"settings.{g}.{name} was a custom function ({v}); it cannot be restored"
                     )
+                if isinstance(v, Mapping):
+                    v = tuple(v.items())
                 flat[name] = tuple(v) if isinstance(v, list) else v
         return cls.from_flat(flat)
 

@@ -30,7 +30,7 @@ class Limit:
 
 
 def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+    return str(v) if isinstance(v, int) else f"{v:g}"
 
 
 LIMITS: dict[str, Limit] = {
