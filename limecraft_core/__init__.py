@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 from ._validate import MAX_PIXELS, MIN_SIDE, Cancelled, LimecraftError
 from .classifier import Classifier, ModelError, resolve_device
+from .config import ExplainConfig
 from .edits import (
     EDIT_FILLS,
     EDIT_KINDS,
@@ -17,10 +18,7 @@ from .edits import (
     apply_edits,
     transform_mask,
 )
-from .config import ExplainConfig
 from .explain import OUTPUT_SPACES, as_scorer, explain
-from .result import Explanation, RunInfo
-from .trust import TrustResults
 from .perturbation import (
     FILLS,
     SCHEMES,
@@ -41,6 +39,8 @@ from .render import (
     region_map,
     top_regions,
 )
+from .result import Explanation, RunInfo
+from .scorer import Scorer
 from .segmentation import (
     METHODS,
     Regions,
@@ -61,7 +61,7 @@ from .surrogate import (
     make_kernel,
     uniform_kernel,
 )
-from .scorer import Scorer
+from .trust import TrustResults
 
 __all__ = [
     "EDIT_FILLS",
@@ -90,8 +90,8 @@ __all__ = [
     "TrustResults",
     "__version__",
     "apply_edit",
-    "as_scorer",
     "apply_edits",
+    "as_scorer",
     "boundaries",
     "colorbar",
     "compose_batch",

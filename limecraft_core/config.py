@@ -125,7 +125,9 @@ def _check_width(name: str, v: Any) -> float | str:
 def _check_fill_name(name: str, v: Any) -> str:
     if isinstance(v, str) and (v in FILLS or _parse_colour(v) is not None):
         return v
-    raise LimecraftError(f"{name} must be one of {', '.join(FILLS)} or a colour like #808080; got {v!r}")
+    raise LimecraftError(
+        f"{name} must be one of {', '.join(FILLS)} or a colour like #808080; got {v!r}"
+    )
 
 
 def _as_tuple(name: str, v: Any) -> tuple:
@@ -162,7 +164,9 @@ def _check(spec: FieldSpec, v: Any) -> Any:
     if kind == "ints":
         lim = LIMITS[name]
         return tuple(
-            sorted({check_int(f"{name} size", n, int(lim.lo), int(lim.hi)) for n in _as_tuple(name, v)})
+            sorted(
+                {check_int(f"{name} size", n, int(lim.lo), int(lim.hi)) for n in _as_tuple(name, v)}
+            )
         )
     if kind == "fills":
         return tuple(_check_fill_name(f"{name} entry", f) for f in _as_tuple(name, v))
@@ -280,7 +284,9 @@ class SamplingConfig(_Group):
         flat="sampling",
     )
     p: float = _f(0.5, "probability of keeping each region (0.5 for antithetic)", "float")
-    seed: int = _f(0, "seeds sampling and segmentation; the same seed gives the same result on CPU", "int")
+    seed: int = _f(
+        0, "seeds sampling and segmentation; the same seed gives the same result on CPU", "int"
+    )
     dedup: bool = _f(True, "score each distinct mask once (exact)", "bool")
     early_stop: float | None = _f(
         None,
@@ -310,7 +316,9 @@ class SamplingConfig(_Group):
 class SurrogateConfig(_Group):
     """The weighted linear model fitted to the model's outputs."""
 
-    kernel_width: Any = _f(0.25, "exponential kernel width over cosine distance, or 'uniform'", "width")
+    kernel_width: Any = _f(
+        0.25, "exponential kernel width over cosine distance, or 'uniform'", "width"
+    )
     ridge_alpha: float = _f(1.0, "ridge regularisation", "float")
 
 
@@ -332,9 +340,14 @@ class TargetConfig(_Group):
     """Which classes are explained, and in which output space."""
 
     output_space: str = _f(
-        "probability", "explain softmax probabilities or raw scores", "choice", choices=OUTPUT_SPACES
+        "probability",
+        "explain softmax probabilities or raw scores",
+        "choice",
+        choices=OUTPUT_SPACES,
     )
-    target: int | None = _f(None, "the class index to explain (default: top-1)", "int", optional=True)
+    target: int | None = _f(
+        None, "the class index to explain (default: top-1)", "int", optional=True
+    )
     top_labels: int = _f(1, "explain the top N classes", "int")
     compute_deltas: bool = _f(
         True, "also score each region hidden alone and kept alone (2K model passes)", "bool"
@@ -345,15 +358,24 @@ class TargetConfig(_Group):
 class TrustConfig(_Group):
     """Checks of whether the explanation can be trusted; each reuses model passes where it can."""
 
-    repeats: int = _f(1, "explain with seeds seed..seed+R-1 and report stability", "int", page="trust")
+    repeats: int = _f(
+        1, "explain with seeds seed..seed+R-1 and report stability", "int", page="trust"
+    )
     kernel_widths: tuple = _f(
         (), "kernel widths to compare, e.g. 0.1,0.25,0.5,1,uniform", "widths", page="trust"
     )
     convergence: tuple = _f(
-        (), "sample sizes to measure stability at, e.g. 100,200,500 (needs repeats >= 2)", "ints", page="trust"
+        (),
+        "sample sizes to measure stability at, e.g. 100,200,500 (needs repeats >= 2)",
+        "ints",
+        page="trust",
     )
-    faithfulness: bool = _f(False, "deletion/insertion curves and held-out R^2", "bool", page="trust")
-    compare_fills: tuple = _f((), "other fills to compare, e.g. blur,inpaint", "fills", page="trust")
+    faithfulness: bool = _f(
+        False, "deletion/insertion curves and held-out R^2", "bool", page="trust"
+    )
+    compare_fills: tuple = _f(
+        (), "other fills to compare, e.g. blur,inpaint", "fills", page="trust"
+    )
 
 
 @dataclass(frozen=True)
@@ -371,7 +393,10 @@ class SpeedConfig(_Group):
         None, "NHWC memory format for the model (default: on a GPU only)", "bool", optional=True
     )
     batch_size: int | None = _f(
-        None, "images per forward pass (default: 16 on CPU, 256 on GPU at 224 px)", "int", optional=True
+        None,
+        "images per forward pass (default: 16 on CPU, 256 on GPU at 224 px)",
+        "int",
+        optional=True,
     )
 
 
@@ -437,7 +462,9 @@ class ExplainConfig:
         n = self.sampling.samples
         big = [c for c in self.trust.convergence if c > n]
         if big:
-            raise LimecraftError(f"convergence size must be in [10, {n}] (at most samples), got {big[0]}")
+            raise LimecraftError(
+                f"convergence size must be in [10, {n}] (at most samples), got {big[0]}"
+            )
         if self.trust.convergence and self.trust.repeats < 2:
             raise LimecraftError(
                 "convergence needs repeats >= 2 (stability is measured across repeats)"
@@ -509,9 +536,7 @@ class ExplainConfig:
         """The settings that differ from the defaults, by flat name (JSON values)."""
         default = ExplainConfig().to_dict()
         mine = self.to_dict()
-        return {
-            name: v for g in GROUPS for name, v in mine[g].items() if default[g][name] != v
-        }
+        return {name: v for g in GROUPS for name, v in mine[g].items() if default[g][name] != v}
 
     def items(self) -> Iterator[tuple[FieldSpec, Any]]:
         """(spec, value) for every setting, in schema order."""

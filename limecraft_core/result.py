@@ -21,7 +21,8 @@ import numpy as np
 
 from . import __version__
 from ._validate import MAX_PIXELS, LimecraftError
-from .config import ExplainConfig, fields as setting_fields
+from .config import ExplainConfig
+from .config import fields as setting_fields
 from .trust import TrustResults
 
 __all__ = ["JSON_FORMAT", "JSON_VERSION", "Explanation", "RunInfo"]
@@ -406,7 +407,9 @@ class Explanation:
                 ),
                 timings={text(a): num(b) for a, b in d.get("timings", {}).items()},
                 versions={text(a): text(b) for a, b in d.get("versions", {}).items()},
-                trust=TrustResults.from_dict({key: _plain_json(d[key]) for key in TRUST_KEYS if key in d}),
+                trust=TrustResults.from_dict(
+                    {key: _plain_json(d[key]) for key in TRUST_KEYS if key in d}
+                ),
             )
         except LimecraftError:
             raise
@@ -414,10 +417,19 @@ class Explanation:
             raise LimecraftError(f"explanation JSON is malformed: {e}") from None
 
 
-
-
-_V1_RUN_KEYS = ("model", "input_size", "normalize", "device", "precision", "channels_last",
-                "batch_size", "samples_used", "model_passes", "n_regions", "kernel")
+_V1_RUN_KEYS = (
+    "model",
+    "input_size",
+    "normalize",
+    "device",
+    "precision",
+    "channels_last",
+    "batch_size",
+    "samples_used",
+    "model_passes",
+    "n_regions",
+    "kernel",
+)
 
 
 def _settings(d: dict) -> tuple[ExplainConfig, RunInfo]:

@@ -103,7 +103,9 @@ def prepare_regions(
         seg = SegmentationConfig(method="given")
         return dataclasses.replace(regions_from_labels(segments), source=_source(seg)), seg
     if seg.method == "given":
-        raise LimecraftError("segmentation 'given' needs a label map (segments, or a segments file)")
+        raise LimecraftError(
+            "segmentation 'given' needs a label map (segments, or a segments file)"
+        )
     if regions_mask is not None:
         regions = compose_regions(
             image,
@@ -163,7 +165,10 @@ class Scene:
 
     def fill_tensor(self, fill: Any, blur_sigma: float | None) -> torch.Tensor:
         """Another fill of the same scene (for the fill comparison)."""
-        return _to_device(make_fill(self.work_image, self.work_labels, fill, blur_sigma=blur_sigma), self.image.device)
+        return _to_device(
+            make_fill(self.work_image, self.work_labels, fill, blur_sigma=blur_sigma),
+            self.image.device,
+        )
 
 
 def _to_device(a: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -187,7 +192,9 @@ def prepare_scene(
     work_image = image_t.cpu().numpy().transpose(1, 2, 0)
     return Scene(
         image=image_t,
-        fill=_to_device(make_fill(work_image, work_labels, fill.fill, blur_sigma=fill.blur_sigma), dev),
+        fill=_to_device(
+            make_fill(work_image, work_labels, fill.fill, blur_sigma=fill.blur_sigma), dev
+        ),
         labels=torch.from_numpy(work_labels.astype(np.int64)).to(dev),
         work_image=work_image,
         work_labels=work_labels,
@@ -451,14 +458,19 @@ def fit(scores: Scores, classes: list[int], kernel: Kernel, alpha: float) -> Sur
     """The weighted ridge surrogate on the main sample, one column per explained class."""
     cls_t = torch.tensor(classes, device=scores.main_out.device)
     return fit_ridge(
-        scores.main.masks, scores.main_out[:, cls_t], sample_weights(scores.main, kernel), alpha=alpha
+        scores.main.masks,
+        scores.main_out[:, cls_t],
+        sample_weights(scores.main, kernel),
+        alpha=alpha,
     )
 
 
 # ----------------------------------------------------------------------------- 6. trust
 
 
-def _stability(scores: Scores, surrogate: SurrogateFit, tgt: int, cfg: ExplainConfig, kernel: Kernel):
+def _stability(
+    scores: Scores, surrogate: SurrogateFit, tgt: int, cfg: ExplainConfig, kernel: Kernel
+):
     alpha = cfg.surrogate.ridge_alpha
     samples = [scores.main] + [r for r, _ in scores.repeats]
     ys = [_column(scores.main_out, tgt)] + [_column(o, tgt) for _, o in scores.repeats]
@@ -472,14 +484,17 @@ def _stability(scores: Scores, surrogate: SurrogateFit, tgt: int, cfg: ExplainCo
     )
     stability = _trust.stability(rep_w)
     sizes = [n for n in cfg.trust.convergence if n <= scores.samples_used]
-    conv = (
-        _trust.convergence([m.masks for m in samples], ys, sws, sizes, alpha) if sizes else None
-    )
+    conv = _trust.convergence([m.masks for m in samples], ys, sws, sizes, alpha) if sizes else None
     return stability, conv
 
 
 def _faithfulness(
-    run: Runner, scores: Scores, surrogate: SurrogateFit, tgt: int, cfg: ExplainConfig, kernel: Kernel
+    run: Runner,
+    scores: Scores,
+    surrogate: SurrogateFit,
+    tgt: int,
+    cfg: ExplainConfig,
+    kernel: Kernel,
 ) -> _trust.Faithfulness:
     k = scores.main.masks.shape[1]
     hold, hold_out = scores.holdout
@@ -502,14 +517,24 @@ def _faithfulness(
 
 
 def _fills(
-    run: Runner, scene: Scene, scores: Scores, surrogate: SurrogateFit, tgt: int, cfg: ExplainConfig, kernel: Kernel
+    run: Runner,
+    scene: Scene,
+    scores: Scores,
+    surrogate: SurrogateFit,
+    tgt: int,
+    cfg: ExplainConfig,
+    kernel: Kernel,
 ) -> _trust.FillComparison:
     main, sw = scores.main, sample_weights(scores.main, kernel)
     others = _other_fills(cfg)
     weights = [surrogate.coef[0]]
     for f in others:
-        y = _column(run(main.masks, scene.fill_tensor(f, cfg.fill.blur_sigma), run.new_cache()), tgt)
-        weights.append(fit_ridge(main.masks, y[:, None], sw, alpha=cfg.surrogate.ridge_alpha).coef[0])
+        y = _column(
+            run(main.masks, scene.fill_tensor(f, cfg.fill.blur_sigma), run.new_cache()), tgt
+        )
+        weights.append(
+            fit_ridge(main.masks, y[:, None], sw, alpha=cfg.surrogate.ridge_alpha).coef[0]
+        )
     name = cfg.fill.fill if isinstance(cfg.fill.fill, str) else "custom"
     return _trust.fill_comparison([name] + [str(f) for f in others], np.stack(weights))
 
@@ -538,7 +563,9 @@ def run_trust_checks(
             cfg.surrogate.ridge_alpha,
         )
     faith = _faithfulness(run, scores, surrogate, target, cfg, kernel) if t.faithfulness else None
-    fills = _fills(run, scene, scores, surrogate, target, cfg, kernel) if _other_fills(cfg) else None
+    fills = (
+        _fills(run, scene, scores, surrogate, target, cfg, kernel) if _other_fills(cfg) else None
+    )
     return _trust.TrustResults(
         stability=stability,
         convergence=conv,
@@ -552,7 +579,9 @@ def run_trust_checks(
 # ----------------------------------------------------------------------------- 7. summarise
 
 
-def _per_class(block: torch.Tensor | None, cls_t: torch.Tensor, shape: tuple[int, int]) -> np.ndarray:
+def _per_class(
+    block: torch.Tensor | None, cls_t: torch.Tensor, shape: tuple[int, int]
+) -> np.ndarray:
     if block is None:
         return np.full(shape, np.nan)
     return block[:, cls_t].double().cpu().numpy().T
@@ -592,7 +621,9 @@ def summarise(
         samples_used=scores.samples_used,
         model_passes=run.passes,
         n_regions=regions.n_regions,
-        handcrafted=sum(any(regions.atom_keys[a].startswith("hand:") for a in g) for g in regions.groups),
+        handcrafted=sum(
+            any(regions.atom_keys[a].startswith("hand:") for a in g) for g in regions.groups
+        ),
         merged=sum(len(g) > 1 for g in regions.groups),
         kernel=getattr(kernel, "__name__", "custom"),
     )
@@ -635,7 +666,9 @@ class Timer:
                 self.start = time.perf_counter()
 
             def __exit__(self, *exc: object) -> None:
-                timer.timings[name] = timer.timings.get(name, 0.0) + time.perf_counter() - self.start
+                timer.timings[name] = (
+                    timer.timings.get(name, 0.0) + time.perf_counter() - self.start
+                )
 
         return _Span()
 
