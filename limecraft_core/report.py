@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .explain import Explanation
 from .io import encode_png
+from .result import Explanation
+from .trust import fidelity
 
 __all__ = ["html_report", "regions_csv"]
 
@@ -54,6 +55,60 @@ def _num(v: float, digits: int = 4) -> str:
 
 def _plain(v: float) -> str:
     return f"{v:.4f}" if np.isfinite(v) else "–"
+
+
+def _segmentation(ex: Explanation) -> str:
+    seg = ex.config.segmentation
+    what = "a given label map" if seg.method == "given" else f"{seg.method} superpixels"
+    return f"{what}, {ex.run.handcrafted} handcrafted, {ex.run.merged} merged"
+
+
+def _trust_section(ex: Explanation) -> list[str]:
+    """The trust checks that ran, as their verdicts (computed in limecraft_core.trust)."""
+    t = ex.trust
+    rows = []
+    if t.stability is not None:
+        s = t.stability
+        rows.append(
+            f"<li>Stability over {s.repeats} repeats: <b>{_e(s.verdict)}</b> (Kendall's W "
+            f"{s.kendall_w:.3f}, top-5 overlap {s.jaccard_top5:.2f}, top-10 sign flips "
+            f"{s.sign_flips_top10:.0%})</li>"
+        )
+    if t.early_stop is not None:
+        e = t.early_stop
+        rows.append(
+            f"<li>Early stop: {e.samples_used} of {e.samples_requested} samples "
+            f"({'stopped: the two halves agreed' if e.stopped else 'ran to the end'})</li>"
+        )
+    if t.convergence is not None:
+        c = t.convergence
+        rows.append(
+            "<li>Convergence: "
+            + (
+                f"stable from {c.needed} samples"
+                if c.needed
+                else f"not stable by {c.sizes[-1]} samples"
+            )
+            + "</li>"
+        )
+    if t.kernel_sweep is not None:
+        k = t.kernel_sweep
+        rows.append(
+            f"<li>Kernel widths {_e(k.widths)}: width-sensitive regions {_e(k.sensitive or 'none')}</li>"
+        )
+    if t.faithfulness is not None:
+        f = t.faithfulness
+        rows.append(
+            f"<li>Faithfulness: deletion AUC {f.deletion_auc:.3f} (random {f.random_deletion_auc:.3f}), "
+            f"insertion AUC {f.insertion_auc:.3f} (random {f.random_insertion_auc:.3f}): "
+            f"<b>{'beats random orders' if f.beats_random else 'does not beat random orders'}</b></li>"
+        )
+    if t.fills is not None:
+        rows.append(
+            f"<li>Fills {_e(', '.join(t.fills.fills))}: "
+            f"<b>{'the same top region' if t.fills.agree else 'the top region depends on the fill'}</b></li>"
+        )
+    return ["<h2>Trust</h2><ul>", *rows, "</ul>"] if rows else []
 
 
 def regions_csv(explanation: Explanation, cls: int | None = None) -> str:
@@ -109,11 +164,12 @@ def html_report(
         f"<title>LIMEcraft report: {_e(target)}</title><style>{_CSS}</style></head><body>",
         "<h1>LIMEcraft report</h1>",
         f"<div class='muted'>{_e(source or 'image')} · {image.shape[1]}×{image.shape[0]} px · "
-        f"model {_e(ex.settings.get('model', '?'))} · generated {_e(when)}</div>",
+        f"model {_e(ex.run.model)} · generated {_e(when)}</div>",
         f"<p>Explained class: <b>{_e(target)}</b>, model output {ex.predictions[0]:.4f} "
-        f"({_e(ex.settings.get('output_space', ''))}). Surrogate fidelity (weighted R²): "
-        f"<span class='badge'>{ex.score:.3f}</span> over {ex.n_regions} regions and "
-        f"{_e(ex.settings.get('samples', '?'))} samples.</p>",
+        f"({_e(ex.config.targets.output_space)}). Surrogate fidelity (weighted R²): "
+        f"<span class='badge'>{ex.score:.3f} {_e(fidelity(ex.score))}</span> over {ex.n_regions} "
+        f"regions ({_e(_segmentation(ex))}) and {ex.run.samples_used} samples.</p>",
+        *_trust_section(ex),
     ]
     for n in notes:
         parts.append(f"<p>{_e(n)}</p>")
@@ -163,8 +219,16 @@ def html_report(
             parts.append("</table>")
 
     parts.append("<h2>Settings</h2><table>")
-    for key, value in sorted(ex.settings.items()):
-        parts.append(f"<tr><td class='l'>{_e(key)}</td><td class='l'>{_e(value)}</td></tr>")
+    for group, values in ex.config.to_dict().items():
+        for key, value in values.items():
+            parts.append(
+                f"<tr><td class='l'>{_e(group)}</td><td class='l'>{_e(key)}</td>"
+                f"<td class='l'>{_e(value)}</td></tr>"
+            )
+    for key, value in ex.run.to_dict().items():
+        parts.append(
+            f"<tr><td class='l'>run</td><td class='l'>{_e(key)}</td><td class='l'>{_e(value)}</td></tr>"
+        )
     parts.append("</table><h2>Timings and versions</h2><table>")
     for key, value in ex.timings.items():
         parts.append(f"<tr><td class='l'>{_e(key)}</td><td>{value:.3f} s</td></tr>")

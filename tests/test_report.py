@@ -51,3 +51,25 @@ def test_regions_csv_has_one_row_per_region_and_defuses_formulas(photo):
     assert len(rows) == res.n_regions == 2
     assert rows[0]["name"] == "'=HYPERLINK(1)"
     assert float(rows[0]["weight"]) == res.weights[0]
+
+
+def test_report_shows_the_verdicts_and_the_segmentation_that_ran(photo):
+    """The report carries what the JSON carries: the stability verdict (and the other checks'
+    verdicts), and the segmentation that really made the regions."""
+    res = explain(
+        photo,
+        ChannelMeans(),
+        segmentation="slic",
+        n_segments=12,
+        samples=60,
+        repeats=3,
+        faithfulness=True,
+        compare_fills=["gray"],
+    )
+    page = html_report(image=photo, explanation=res)
+    verdict = res.trust.stability.verdict
+    assert f"Stability over 3 repeats: <b>{verdict}</b>" in page
+    assert "slic superpixels, 0 handcrafted, 0 merged" in page
+    assert ("beats random orders" in page) or ("does not beat random orders" in page)
+    assert "<td class='l'>segmentation</td><td class='l'>segmentation</td><td class='l'>slic</td>" in page
+    assert "quickshift" not in page
