@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -11,84 +9,71 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core import trust as T
-from pages.lib import state
+from limecraft_core.config import spec
+from limecraft_core.limits import THRESHOLDS
+from pages.lib import config_form, state
 from pages.lib.views import VERDICT_TEXT
 
-WIDTHS = [0.1, 0.25, 0.5, 1.0, "uniform"]
+TRUST_FIELDS = (
+    "repeats",
+    "samples",
+    "mask_expansion",
+    "kernel_widths",
+    "compare_fills",
+    "faithfulness",
+)
+# The Trust page's starting point: checks worth running, on top of the session's settings.
+CHECKS = {
+    "repeats": 5,
+    "kernel_widths": config_form.WIDTH_CHOICES,
+    "compare_fills": ("blur", "inpaint"),
+    "faithfulness": True,
+}
 
 
-def trust_controls(s: state.AppState) -> state.ExplainSettings:
-    c1, c2, c3 = st.columns(3)
-    repeats = c1.number_input(
-        "Repeats",
-        2,
-        20,
-        min(max(5, s.settings.repeats), 20),
-        key="tr_repeats",
-        help="Seeds seed..seed+R-1, all in one batched pass",
+def trust_controls(s) -> lc.ExplainConfig:
+    """The trust checks' settings (from the schema), on top of the session's Explain settings."""
+    base = s.config
+    checks = {k: v for k, v in CHECKS.items() if base.flat()[k] in ((), False, 1)}
+    checks["compare_fills"] = tuple(f for f in CHECKS["compare_fills"] if f != base.fill.fill)
+    start = base.replace(**checks, samples=max(base.sampling.samples, 100))
+    values = config_form.settings_form(start, TRUST_FIELDS, columns=3)
+    conv = st.checkbox("Convergence in N", True, key="tr_conv", help=spec("convergence").help)
+    n = int(values["samples"])
+    values["convergence"] = (
+        (*(m for m in config_form.SIZE_CHOICES if m < n), n)
+        if conv and values["repeats"] > 1
+        else ()
     )
-    samples = c2.number_input(
-        "Samples per repeat (N)",
-        100,
-        20000,
-        min(max(s.settings.samples, 100), 20000),
-        100,
-        key="tr_samples",
-    )
-    expand = c3.number_input(
-        "Mask expansion (px)",
-        0,
-        16,
-        0,
-        key="tr_expand",
-        help="Hidden regions grow by this many pixels so object edges do not leak",
-    )
-    c1, c2, c3 = st.columns(3)
-    widths = c1.multiselect(
-        "Kernel widths to compare", WIDTHS, WIDTHS, key="tr_widths", format_func=str
-    )
-    fills = c2.multiselect(
-        "Fills to compare",
-        ["mean", "blur", "inpaint", "gray"],
-        ["mean", "blur", "inpaint"],
-        key="tr_fills",
-    )
-    faith = c3.checkbox("Deletion / insertion curves", True, key="tr_faith")
-    conv = c3.checkbox("Convergence in N", True, key="tr_conv")
-    sizes = (*(n for n in (100, 200, 500, 1000, 2000, 5000, 10000) if n < samples), int(samples))
-    return dataclasses.replace(
-        s.settings,
-        repeats=int(repeats),
-        samples=int(samples),
-        mask_expansion=int(expand),
-        kernel_widths=tuple(widths),
-        compare_fills=tuple(f for f in fills if f != s.settings.fill),
-        faithfulness=faith,
-        convergence=sizes if conv else (),
-    )
+    values["compare_fills"] = tuple(f for f in values["compare_fills"] if f != base.fill.fill)
+    try:
+        return base.replace(**values)
+    except lc.LimecraftError as e:
+        state.error(f"These checks do not fit together: {e}")
+        st.stop()
 
 
 def _stability(ex: lc.Explanation) -> None:
-    stb = ex.trust["stability"]
+    stb = ex.trust.stability
     st.markdown(
-        f"### {VERDICT_TEXT[stb['verdict']]} over {stb['repeats']} repeats\n"
-        f"Kendall's W over the top-10 regions **{stb['kendall_w']:.3f}** · mean top-5 overlap "
-        f"(Jaccard) **{stb['jaccard_top5']:.2f}** · regions whose sign flips **{stb['sign_flips']:.0%}** "
-        f"(top-10: {stb['sign_flips_top10']:.0%})"
+        f"### {VERDICT_TEXT[stb.verdict]} over {stb.repeats} repeats\n"
+        f"Kendall's W over the top-10 regions **{stb.kendall_w:.3f}** · mean top-5 overlap "
+        f"(Jaccard) **{stb.jaccard_top5:.2f}** · regions whose sign flips **{stb.sign_flips:.0%}** "
+        f"(top-10: {stb.sign_flips_top10:.0%})"
     )
     st.caption(
         f"stable: W ≥ {T.STABLE_W}, overlap ≥ {T.STABLE_JACCARD}, no sign flip in the top-10; "
         f"unstable: W < {T.UNSTABLE_W}, overlap < {T.UNSTABLE_JACCARD} or over "
         f"{T.UNSTABLE_FLIPS:.0%} of the top-10 flip; borderline in between."
     )
-    mean = np.array(stb["mean"])
+    mean = np.array(stb.mean)
     order = np.argsort(-np.abs(mean))[:15]
     df = pd.DataFrame(
         {
             "region": [f"{k} {ex.region_names[k]}".strip() for k in order],
             "mean weight": mean[order],
-            "low": np.array(stb["ci_low"])[order],
-            "high": np.array(stb["ci_high"])[order],
+            "low": np.array(stb.ci_low)[order],
+            "high": np.array(stb.ci_high)[order],
         }
     )
     bars = (
@@ -114,24 +99,24 @@ def _stability(ex: lc.Explanation) -> None:
 
 
 def _convergence(ex: lc.Explanation) -> None:
-    c = ex.trust["convergence"]
+    c = ex.trust.convergence
     st.markdown("#### Convergence")
     needed = (
-        f"W stays ≥ {T.STABLE_W} from **{c['needed']} samples**"
-        if c["needed"]
-        else f"W did not reach {T.STABLE_W} by {c['sizes'][-1]} samples: use more"
+        f"W stays ≥ {THRESHOLDS['convergence_kendall_w']} from **{c.needed} samples**"
+        if c.needed
+        else f"W did not reach {THRESHOLDS['convergence_kendall_w']} by {c.sizes[-1]} samples: use more"
     )
     st.markdown(needed)
     df = pd.DataFrame(
-        {"samples": c["sizes"], "Kendall's W": c["kendall_w"], "top-5 overlap": c["jaccard_top5"]}
+        {"samples": c.sizes, "Kendall's W": c.kendall_w, "top-5 overlap": c.jaccard_top5}
     )
     st.line_chart(df, x="samples", y=["Kendall's W", "top-5 overlap"], height=240)
 
 
 def _kernels(ex: lc.Explanation) -> None:
-    k = ex.trust["kernel_sweep"]
+    k = ex.trust.kernel_sweep
     st.markdown("#### Kernel width")
-    w = np.array(k["weights"])
+    w = np.array(k.weights)
     top = np.argsort(-np.abs(w).max(axis=0))[:8]
     rows = [
         {
@@ -139,26 +124,24 @@ def _kernels(ex: lc.Explanation) -> None:
             "region": f"{j} {ex.region_names[j]}".strip(),
             "weight": float(w[i, j]),
         }
-        for i, width in enumerate(k["widths"])
+        for i, width in enumerate(k.widths)
         for j in top
     ]
     chart = (
         alt.Chart(pd.DataFrame(rows))
         .mark_line(point=True)
-        .encode(
-            x=alt.X("width:N", sort=[str(x) for x in k["widths"]]), y="weight:Q", color="region:N"
-        )
+        .encode(x=alt.X("width:N", sort=[str(x) for x in k.widths]), y="weight:Q", color="region:N")
     )
     st.altair_chart(chart.properties(height=260), width="stretch")
     st.markdown(
         " · ".join(
             f"{width}: R² {r2:.3f}, top {t[:3]}"
-            for width, r2, t in zip(k["widths"], k["scores"], k["top5"], strict=True)
+            for width, r2, t in zip(k.widths, k.scores, k.top5, strict=True)
         )
     )
-    if k["sensitive"]:
+    if k.sensitive:
         st.warning(
-            f"Width-sensitive regions (sign change, or rank moves 3+ places): {k['sensitive']}",
+            f"Width-sensitive regions (sign change, or rank moves 3+ places): {k.sensitive}",
             icon=":material/warning:",
         )
     else:
@@ -168,14 +151,14 @@ def _kernels(ex: lc.Explanation) -> None:
 
 
 def _faithfulness(ex: lc.Explanation) -> None:
-    f = ex.trust["faithfulness"]
+    f = ex.trust.faithfulness
     st.markdown("#### Faithfulness")
-    n = len(f["deletion"])
+    n = len(f.deletion)
     x = np.linspace(0, 1, n)
     df = pd.DataFrame(
         {
             "share of regions": np.concatenate([x, x]),
-            "model output": f["deletion"] + f["insertion"],
+            "model output": f.deletion + f.insertion,
             "curve": ["deletion (most important first)"] * n + ["insertion"] * n,
         }
     )
@@ -186,14 +169,11 @@ def _faithfulness(ex: lc.Explanation) -> None:
         .properties(height=240),
         width="stretch",
     )
-    good = (
-        f["deletion_auc"] < f["random_deletion_auc"]
-        and f["insertion_auc"] > f["random_insertion_auc"]
-    )
+    good = f.beats_random
     st.markdown(
-        f"Deletion AUC **{f['deletion_auc']:.3f}** (random order {f['random_deletion_auc']:.3f}; lower is "
-        f"better) · insertion AUC **{f['insertion_auc']:.3f}** (random {f['random_insertion_auc']:.3f}; "
-        f"higher is better) · surrogate R² on held-out perturbations **{f['heldout_r2']:.3f}**"
+        f"Deletion AUC **{f.deletion_auc:.3f}** (random order {f.random_deletion_auc:.3f}; lower is "
+        f"better) · insertion AUC **{f.insertion_auc:.3f}** (random {f.random_insertion_auc:.3f}; "
+        f"higher is better) · surrogate R² on held-out perturbations **{f.heldout_r2:.3f}**"
     )
     (st.success if good else st.warning)(
         "The explanation's order beats random orders both ways."
@@ -203,11 +183,11 @@ def _faithfulness(ex: lc.Explanation) -> None:
 
 
 def _fills(s: state.AppState, ex: lc.Explanation) -> None:
-    f = ex.trust["fills"]
+    f = ex.trust.fills
     st.markdown("#### Does the conclusion depend on the fill?")
-    cols = st.columns(len(f["fills"]))
+    cols = st.columns(len(f.fills))
     for col, name, w, overlap, rho in zip(
-        cols, f["fills"], f["weights"], f["top5_overlap_with_main"], f["spearman"][0], strict=True
+        cols, f.fills, f.weights, f.top5_overlap_with_main, f.spearman[0], strict=True
     ):
         with col:
             st.image(
@@ -215,7 +195,7 @@ def _fills(s: state.AppState, ex: lc.Explanation) -> None:
                 caption=f"{name}: top region {int(np.argmax(w))}, rank agreement {rho:.2f}, "
                 f"top-5 overlap {overlap:.0%}",
             )
-    same = len(set(f["top1"])) == 1
+    same = f.agree
     (st.success if same else st.warning)(
         "Every fill puts the same region first."
         if same
@@ -246,18 +226,18 @@ if ex is None or not np.array_equal(ex.segments, reg.labels):
     st.stop()
 st.caption(
     f"{state.md(ex.class_labels[0])} (class {ex.target}) · {ex.n_regions} regions · "
-    f"{ex.settings['samples']} samples × {ex.settings['repeats']} repeats · "
+    f"{ex.run.samples_used} samples × {ex.config.trust.repeats} repeats · "
     f"{ex.timings['total_s']:.1f} s"
 )
 _stability(ex)
 left, right = st.columns(2, gap="large")
 with left:
-    if "convergence" in ex.trust:
+    if ex.trust.convergence is not None:
         _convergence(ex)
-    if "faithfulness" in ex.trust:
+    if ex.trust.faithfulness is not None:
         _faithfulness(ex)
 with right:
-    if "kernel_sweep" in ex.trust:
+    if ex.trust.kernel_sweep is not None:
         _kernels(ex)
-if "fills" in ex.trust:
+if ex.trust.fills is not None:
     _fills(s, ex)

@@ -2,110 +2,66 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from pages.lib import state
+from limecraft_core import trust as T
+from limecraft_core.config import spec
+from pages.lib import config_form, state
 
-LOW_R2 = 0.5
+BASIC = (
+    "samples",
+    "sampling",
+    "fill",
+    "kernel_width",
+    "seed",
+    "repeats",
+    "early_stop",
+    "precision",
+)
 
 
-def explain_controls(s: state.AppState) -> state.ExplainSettings:
-    """The Explain settings; defaults are the engine's."""
-    cur = s.settings
+def explain_controls(s: Any) -> lc.ExplainConfig:
+    """The Explain settings, generated from the engine's schema: the common ones, then the
+    rest under "Advanced". Returns the session's config when the values do not fit together
+    (with the reason in the page)."""
+    cur: lc.ExplainConfig = s.config
     with st.expander("Settings", expanded=False):
+        values = config_form.settings_form(cur, BASIC)
         c1, c2 = st.columns(2)
-        samples = c1.number_input(
-            "Samples (N)",
-            50,
-            20000,
-            cur.samples,
-            50,
-            key="set_samples",
-            help="Perturbed images the model sees; more is steadier and slower",
-        )
-        sampling = c2.selectbox(
-            "Sampling",
-            lc.SCHEMES,
-            index=lc.SCHEMES.index(cur.sampling),
-            key="set_sampling",
-            help="bernoulli is lime's scheme",
-        )
-        fills = [*lc.FILLS, "custom colour"]
-        fill_now = cur.fill if cur.fill in lc.FILLS else "custom colour"
-        fill = c1.selectbox(
-            "Fill for hidden regions", fills, index=fills.index(fill_now), key="set_fill"
-        )
-        if fill == "custom colour":
-            fill = c2.color_picker(
-                "Fill colour",
-                cur.fill if cur.fill.startswith("#") else "#808080",
-                key="set_fill_colour",
-            )
-        uniform = c2.checkbox("Uniform kernel", cur.kernel_width == "uniform", key="set_uniform")
-        width = c1.number_input(
-            "Kernel width",
-            0.01,
-            10.0,
-            0.25 if cur.kernel_width == "uniform" else float(cur.kernel_width),
-            0.05,
-            key="set_kw",
-            disabled=uniform,
-        )
-        seed = c2.number_input("Seed", 0, 2**31 - 1, cur.seed, key="set_seed")
-        repeats = c1.number_input(
-            "Repeats (stability check)",
-            1,
-            20,
-            cur.repeats,
-            key="set_repeats",
-            help="Explain with this many seeds, in one batched pass, and show a stability verdict",
-        )
-        early = c1.checkbox(
-            "Stop early when stable",
-            cur.early_stop is not None,
-            key="set_early",
-            help="Stop sampling once two independent halves of the samples agree on the ranking "
-            "(Kendall's W at least 0.9); fewer model passes for the same confidence",
-        )
-        precisions = ["auto", "fp32", "bf16"]
-        precision = c2.selectbox(
-            "Precision",
-            precisions,
-            index=precisions.index(cur.precision) if cur.precision in precisions else 0,
-            key="set_precision",
-            help="auto: bf16 on a GPU, fp32 on a CPU. bf16 on a CPU is about 2x faster for "
-            "convolutional networks, with slightly different weights",
-        )
         mode = c1.radio(
-            "Classes", ["top classes", "one class"], key="set_class_mode", horizontal=True
+            "Classes",
+            ["top classes", "one class"],
+            index=0 if cur.targets.target is None else 1,
+            key="set_class_mode",
+            horizontal=True,
         )
-        target, top = None, 1
         if mode == "top classes":
-            top = c2.number_input("How many top classes", 1, 10, cur.top_labels, key="set_top")
+            values["top_labels"] = config_form.setting_widget(
+                spec("top_labels"), cur.targets.top_labels, c2
+            )
+            values["target"] = None
         else:
             probs = state.predict(s, s.image)
-            n = len(probs) if probs is not None else 1
             order = [int(i) for i in np.argsort(-probs)] if probs is not None else [0]
-            target = c2.selectbox(
+            values["target"] = c2.selectbox(
                 "Class",
-                order[: min(n, 1000)],
+                order[:1000],
+                index=order.index(cur.targets.target) if cur.targets.target in order else 0,
                 key="set_target",
                 format_func=lambda i: f"{state.class_label(s, i)} ({i})",
             )
-    return state.ExplainSettings(
-        samples=int(samples),
-        sampling=sampling,
-        fill=fill,
-        kernel_width="uniform" if uniform else float(width),
-        seed=int(seed),
-        top_labels=int(top),
-        target=target,
-        repeats=int(repeats),
-        early_stop=0.9 if early else None,
-        precision=precision,
-    )
+        with st.expander("Advanced"):
+            shown = [*BASIC, "top_labels", "target"]
+            values |= config_form.settings_form(cur, config_form.advanced_names("explain", shown))
+    try:
+        return cur.replace(**values)
+    except lc.LimecraftError as e:
+        state.error(f"These settings do not fit together: {e}")
+        return cur
 
 
 VERDICT_TEXT = {
@@ -115,19 +71,26 @@ VERDICT_TEXT = {
 }
 
 
+FIDELITY_TEXT = {
+    "good": ":green-badge[good]",
+    "fair": ":orange-badge[fair]",
+    "low": ":red-badge[low]",
+}
+
+
 def verdict_badge(ex: lc.Explanation) -> str:
     """Markdown for the stability verdict of an explanation (or why there is none)."""
-    st_ = ex.trust.get("stability")
-    if not st_:
+    st_ = ex.trust.stability
+    if st_ is None:
         return ":gray-badge[stability not checked] (set Repeats to 2 or more)"
     return (
-        f"{VERDICT_TEXT[st_['verdict']]} over {st_['repeats']} repeats "
-        f"(Kendall's W {st_['kendall_w']:.2f}, top-5 overlap {st_['jaccard_top5']:.2f})"
+        f"{VERDICT_TEXT[st_.verdict]} over {st_.repeats} repeats "
+        f"(Kendall's W {st_.kendall_w:.2f}, top-5 overlap {st_.jaccard_top5:.2f})"
     )
 
 
 def results(
-    s: state.AppState, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None
+    s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None
 ) -> None:
     """Overlays, table, chart and fidelity for one explanation (of ``image``, default the loaded one)."""
     c1, c2, c3 = st.columns([2, 1, 1])
@@ -148,18 +111,12 @@ def results(
         img = _restored_image(ex)
     base = lc.boundaries(img, ex.segments, color=(1, 1, 0)) if show_b else img
     r2 = ex.scores[i]
-    badge = (
-        ":green-badge[good]"
-        if r2 >= 0.8
-        else ":orange-badge[fair]"
-        if r2 >= LOW_R2
-        else ":red-badge[low]"
-    )
+    badge = FIDELITY_TEXT[T.fidelity(r2)]
     st.markdown(
         f"**{state.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
         f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex)}"
     )
-    if r2 < LOW_R2:
+    if T.fidelity(r2) == "low":
         st.warning(
             f"R² is {r2:.2f}: the linear surrogate explains less than half of how the model's output "
             "varies over the samples, so the weights are only a rough guide. Try fewer or larger "

@@ -1,0 +1,167 @@
+"""The app's settings controls, generated from the engine's schema (``limecraft_core.config``).
+
+One widget per setting: its label and help come from the field's metadata, its range from
+``limecraft_core.limits.LIMITS`` (the app's narrower range where one is given). Nothing here
+retypes a setting; a new field in the schema shows up in the app by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import streamlit as st
+
+import limecraft_core as lc
+from limecraft_core.config import FieldSpec, fields, spec
+
+__all__ = ["WIDTH_CHOICES", "forget_widgets", "key_of", "setting_widget", "settings_form"]
+
+KEY_PREFIX = "set_"
+WIDTH_CHOICES: tuple[float | str, ...] = (0.1, 0.25, 0.5, 1.0, "uniform")
+SIZE_CHOICES = (100, 200, 500, 1000, 2000, 5000, 10000, 20000)
+WORKING_SIZES = ("auto", 192, 256, 384, 512, 768, 1024, 2048, None)
+DEFAULT_LABEL = "default"
+
+
+def key_of(name: str) -> str:
+    """The widget key of a setting."""
+    return KEY_PREFIX + name
+
+
+def forget_widgets() -> None:
+    """Drop the settings widgets' own state, so that they show the session's config again
+    (after a restore, or when the config changed outside the widgets)."""
+    for k in [k for k in st.session_state if str(k).startswith(KEY_PREFIX)]:
+        del st.session_state[k]
+
+
+def _label(s: FieldSpec) -> str:
+    return s.name.replace("_", " ").capitalize()
+
+
+def _range(s: FieldSpec) -> tuple[float | None, float | None]:
+    lim = s.limit
+    if lim is None:
+        return None, None
+    if lim.app is not None:
+        return lim.app
+    return lim.lo, lim.hi
+
+
+def _number(s: FieldSpec, value: Any, col: Any) -> Any:
+    lo, hi = _range(s)
+    is_int = s.kind == "int"
+    cast = int if is_int else float
+    lo = None if lo is None else cast(lo)
+    hi = None if hi is None else cast(hi)
+    if lo is not None and s.limit is not None and s.limit.lo_open and not is_int:
+        lo = max(lo, 1e-6)
+    if value is not None:
+        value = cast(
+            min(max(value, lo if lo is not None else value), hi if hi is not None else value)
+        )
+    return col.number_input(
+        _label(s),
+        min_value=lo,
+        max_value=hi,
+        value=value,
+        step=1 if is_int else None,
+        key=key_of(s.name),
+        help=s.help + (" (empty: the default)" if s.optional else ""),
+        placeholder=DEFAULT_LABEL if s.optional else None,
+    )
+
+
+def setting_widget(s: FieldSpec, value: Any, col: Any = st) -> Any:
+    """One setting's widget; returns the value it shows (None where the default applies)."""
+    key, label, help_ = key_of(s.name), _label(s), s.help
+    kind = s.kind
+    if kind == "bool":
+        if s.optional:
+            opts = [None, True, False]
+            return col.selectbox(
+                label,
+                opts,
+                index=opts.index(value),
+                key=key,
+                help=help_,
+                format_func=lambda v: DEFAULT_LABEL if v is None else ("on" if v else "off"),
+            )
+        return col.checkbox(label, bool(value), key=key, help=help_)
+    if kind == "choice":
+        choices = [c for c in s.choices if c != "given"]
+        return col.selectbox(
+            label,
+            choices,
+            index=choices.index(value) if value in choices else 0,
+            key=key,
+            help=help_,
+        )
+    if kind in ("int", "float"):
+        return _number(s, value, col)
+    if kind == "width":
+        uniform = col.checkbox(
+            "Uniform kernel", value == "uniform", key=key + "_uniform", help=help_
+        )
+        lo, hi = _range(s)
+        width = col.number_input(
+            label,
+            float(lo),
+            float(hi),
+            0.25 if value == "uniform" else float(value),
+            0.05,
+            key=key,
+            disabled=uniform,
+            help=help_,
+        )
+        return "uniform" if uniform else float(width)
+    if kind == "fill":
+        options = [*lc.FILLS, "custom colour"]
+        now = value if value in lc.FILLS else "custom colour"
+        fill = col.selectbox(label, options, index=options.index(now), key=key, help=help_)
+        if fill == "custom colour":
+            fill = col.color_picker(
+                "Fill colour",
+                value if isinstance(value, str) and value.startswith("#") else "#808080",
+                key=key + "_colour",
+            )
+        return fill
+    if kind == "widths":
+        options = list(dict.fromkeys([*WIDTH_CHOICES, *value]))
+        return tuple(
+            col.multiselect(label, options, list(value), key=key, help=help_, format_func=str)
+        )
+    if kind == "ints":
+        options = sorted({*SIZE_CHOICES, *value})
+        return tuple(col.multiselect(label, options, list(value), key=key, help=help_))
+    if kind == "fills":
+        options = list(dict.fromkeys([*lc.FILLS, *value]))
+        return tuple(col.multiselect(label, options, list(value), key=key, help=help_))
+    if kind == "working_size":
+        options = list(dict.fromkeys([*WORKING_SIZES, value]))
+        return col.selectbox(
+            label,
+            options,
+            index=options.index(value),
+            key=key,
+            help=help_,
+            format_func=lambda v: "full size" if v is None else str(v),
+        )
+    raise ValueError(f"no widget for {s.name} ({kind}): it is set on its own page")
+
+
+def settings_form(cfg: lc.ExplainConfig, names: Iterable[str], columns: int = 2) -> dict[str, Any]:
+    """Widgets for the named settings, laid out in columns; returns {name: value shown}."""
+    cols = st.columns(columns)
+    current = cfg.flat()
+    return {
+        name: setting_widget(spec(name), current[name], cols[i % columns])
+        for i, name in enumerate(names)
+    }
+
+
+def advanced_names(page: str, shown: Iterable[str]) -> list[str]:
+    """The page's settings not shown elsewhere on it, in schema order."""
+    shown = set(shown)
+    return [s.name for s in fields() if s.page == page and s.name not in shown]
