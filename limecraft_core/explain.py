@@ -100,10 +100,8 @@ def explain(
 
     Raises
     ------
-    LimecraftError
-        For any invalid input; the message says how to fix it.
-    ModelError
-        If the model fails or returns unusable scores.
+    LimecraftError : any invalid input; the message says how to fix it
+    ModelError : the model failed or returned unusable scores
     """
     timer = stages.Timer()
     cfg = config.replace(**settings) if config is not None else ExplainConfig.from_flat(settings)

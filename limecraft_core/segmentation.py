@@ -521,20 +521,7 @@ def compose_regions(
     img = as_float_image(image)
     shape = img.shape[:2]
     masks = _as_masks(regions_mask, shape)
-    n_masks = len(masks)
-    if names is None:
-        names = [f"region {i + 1}" for i in range(n_masks)]
-    if len(names) != n_masks:
-        raise LimecraftError(f"{len(names)} names given for {n_masks} handcrafted regions")
-    if inner_segments is None or isinstance(inner_segments, (int, np.integer)):
-        inner = [inner_segments] * n_masks
-    else:
-        inner = list(inner_segments)
-        if len(inner) != n_masks:
-            raise LimecraftError(
-                f"{len(inner)} inner_segments values for {n_masks} handcrafted regions"
-            )
-    inner = [None if v is None else check_int("inner_segments", v, 1, 1000) for v in inner]
+    names, inner = _hand_settings(len(masks), names, inner_segments)
     if outer_segments is not None:
         outer_segments = check_int("outer_segments", outer_segments, 1, 5000)
     check_choice("inner method", inner_method, METHODS)
@@ -549,44 +536,18 @@ def compose_regions(
     owner = np.zeros(shape, dtype=np.int32)  # 0 = rest of the image, i + 1 = handcrafted region i
     for i, m in enumerate(masks):
         owner[m] = i + 1
-
-    atoms = np.full(shape, -1, dtype=np.int32)
-    keys: list[str] = []
-    atom_names: list[str] = []
-
-    def add(pieces: np.ndarray, where: np.ndarray, key: str, name: str, split: bool) -> None:
-        ids = relabel(pieces[where])  # pieces in order of their values, one pass
-        atoms[where] = len(keys) + ids
-        for j in range(int(ids.max()) + 1 if ids.size else 0):
-            keys.append(f"{key}.{j}" if split else key)
-            atom_names.append(f"{name} · {j + 1}" if split else name)
-
-    for i in range(n_masks):
+    atoms = _Atoms(shape)
+    for i in range(len(masks)):
         where = owner == i + 1
         if not where.any():
             continue  # fully covered by later masks
-        n = inner[i]
-        if n is None or n <= 1:
-            add(np.zeros(shape, np.int64), where, f"hand:{i}", names[i], split=False)
-            continue
-        rows, cols = np.nonzero(where)
-        r0, r1, c0, c1 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
-        crop = img[r0:r1, c0:c1]
-        if min(crop.shape[:2]) < 2:
-            add(np.zeros(shape, np.int64), where, f"hand:{i}", names[i], split=False)
-            continue
-        local = _segment_float(_at_working_size(crop, inner_size), inner_method, n, {}, seed)
-        if local.shape != crop.shape[:2]:
-            local = resize_nearest(local, crop.shape[:2])
-        pieces = np.zeros(shape, np.int64)
-        pieces[r0:r1, c0:c1] = local + 1
-        comps = _merge_small(_components(pieces, where), where, min_fragment)
-        add(comps, where, f"hand:{i}", names[i], split=True)
+        pieces = _inner_pieces(img, where, inner[i], inner_method, inner_size, min_fragment, seed)
+        atoms.add(pieces, where, f"hand:{i}", names[i], split=pieces is not None)
 
     rest = owner == 0
     if rest.any():
         if outer_segments == 1:
-            add(np.zeros(shape, np.int64), rest, "background", "background", split=False)
+            atoms.add(None, rest, "background", "background", split=False)
         else:
             whole = _segment_float(
                 _at_working_size(img, outer_size),
@@ -597,14 +558,85 @@ def compose_regions(
             )
             if whole.shape != shape:
                 whole = resize_nearest(whole, shape)
-            comps = _merge_small(_components(whole, rest), rest, min_fragment)
-            ids = relabel(comps[rest])
-            atoms[rest] = len(keys) + ids
-            for j in range(int(ids.max()) + 1):
-                keys.append(f"auto:{j}")
-                atom_names.append("")
-    assert (atoms >= 0).all()
-    return Regions(atoms, tuple(keys), tuple(atom_names))
+            atoms.add_auto(_merge_small(_components(whole, rest), rest, min_fragment), rest)
+    return atoms.regions()
+
+
+def _hand_settings(
+    n_masks: int, names: Sequence[str] | None, inner_segments: Any
+) -> tuple[list[str], list[int | None]]:
+    """One name and one inner count per handcrafted region, checked."""
+    if names is None:
+        names = [f"region {i + 1}" for i in range(n_masks)]
+    if len(names) != n_masks:
+        raise LimecraftError(f"{len(names)} names given for {n_masks} handcrafted regions")
+    if inner_segments is None or isinstance(inner_segments, (int, np.integer)):
+        inner = [inner_segments] * n_masks
+    else:
+        inner = list(inner_segments)
+        if len(inner) != n_masks:
+            raise LimecraftError(
+                f"{len(inner)} inner_segments values for {n_masks} handcrafted regions"
+            )
+    return list(names), [
+        None if v is None else check_int("inner_segments", v, 1, 1000) for v in inner
+    ]
+
+
+def _inner_pieces(
+    img: np.ndarray,
+    where: np.ndarray,
+    n: int | None,
+    method: str,
+    size: int | None,
+    min_fragment: int,
+    seed: int,
+) -> np.ndarray | None:
+    """A handcrafted region segmented into about ``n`` connected pieces, or None (one feature)."""
+    if n is None or n <= 1:
+        return None
+    rows, cols = np.nonzero(where)
+    r0, r1, c0, c1 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
+    crop = img[r0:r1, c0:c1]
+    if min(crop.shape[:2]) < 2:
+        return None
+    local = _segment_float(_at_working_size(crop, size), method, n, {}, seed)
+    if local.shape != crop.shape[:2]:
+        local = resize_nearest(local, crop.shape[:2])
+    pieces = np.zeros(where.shape, np.int64)
+    pieces[r0:r1, c0:c1] = local + 1
+    return _merge_small(_components(pieces, where), where, min_fragment)
+
+
+class _Atoms:
+    """The atom label map as it is built, with one key and one name per atom."""
+
+    def __init__(self, shape: tuple[int, int]) -> None:
+        self.atoms = np.full(shape, -1, dtype=np.int32)
+        self.keys: list[str] = []
+        self.names: list[str] = []
+
+    def add(
+        self, pieces: np.ndarray | None, where: np.ndarray, key: str, name: str, split: bool
+    ) -> None:
+        if pieces is None:
+            pieces = np.zeros(where.shape, np.int64)
+        ids = relabel(pieces[where])  # pieces in order of their values, one pass
+        self.atoms[where] = len(self.keys) + ids
+        for j in range(int(ids.max()) + 1 if ids.size else 0):
+            self.keys.append(f"{key}.{j}" if split else key)
+            self.names.append(f"{name} · {j + 1}" if split else name)
+
+    def add_auto(self, comps: np.ndarray, rest: np.ndarray) -> None:
+        ids = relabel(comps[rest])
+        self.atoms[rest] = len(self.keys) + ids
+        for j in range(int(ids.max()) + 1):
+            self.keys.append(f"auto:{j}")
+            self.names.append("")
+
+    def regions(self) -> Regions:
+        assert (self.atoms >= 0).all()
+        return Regions(self.atoms, tuple(self.keys), tuple(self.names))
 
 
 def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None) -> Regions:
