@@ -57,3 +57,5 @@ except Exception as e:  # a bug must not show a traceback; the session keeps its
         "results are kept: try again, or go to another page.",
         icon=":material/error:",
     )
+finally:  # also when a page stops early or reruns: the analysis is saved when it changed
+    state.save()

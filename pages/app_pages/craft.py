@@ -10,6 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.canvas import mask_from_canvas, region_at, toggle
 from limecraft_core.io import decode_mask
+from pages.lib import analysis as A
 from pages.lib import state
 
 CANVAS_WIDTH = 480
@@ -22,25 +23,23 @@ DRAW_MODES = {
 
 
 def superpixel_controls(s: state.AppState) -> None:
+    # The widgets show the analysis (after a reload or a return to a recent analysis too).
+    st.session_state.setdefault("seg_method", s.seg.method)
+    st.session_state.setdefault("seg_n", s.seg.n_segments)
+    st.session_state.setdefault("seg_outer", s.seg.outer)
     c1, c2, c3 = st.columns([2, 2, 2])
-    method = c1.selectbox(
-        "Superpixels", lc.METHODS, index=lc.METHODS.index(s.seg.method), key="seg_method"
-    )
-    n = c2.slider("Target number of regions", 4, 300, s.seg.n_segments, key="seg_n")
+    method = c1.selectbox("Superpixels", lc.METHODS, key="seg_method")
+    n = c2.slider("Target number of regions", 4, 300, key="seg_n")
     outer = c3.radio(
         "Outside your regions",
         ["segment", "one"],
         key="seg_outer",
-        index=0 if s.seg.outer == "segment" else 1,
         horizontal=True,
         format_func=lambda v: "superpixels" if v == "segment" else "one background region",
     )
     with st.expander(f"{method} parameters"):
-        params = _method_params(method)
-    new = state.SegSettings(method, int(n), outer, params)
-    if new != s.seg:
-        s.seg = new
-        s.selected, s.restored = frozenset(), None
+        params = _method_params(method, dict(s.seg.params) if method == s.seg.method else {})
+    A.set_segmentation(s, A.SegSettings(method, int(n), outer, params))
 
 
 # (parameter, label, min, max, default, step) per method; the count sets the scale parameters.
@@ -59,7 +58,7 @@ METHOD_PARAMS = {
 }
 
 
-def _method_params(method: str) -> tuple[tuple[str, float], ...]:
+def _method_params(method: str, now: dict[str, float]) -> tuple[tuple[str, float], ...]:
     spec = METHOD_PARAMS[method]
     if not spec:
         st.caption("A regular grid has no parameters beyond the count.")
@@ -67,23 +66,27 @@ def _method_params(method: str) -> tuple[tuple[str, float], ...]:
     cols = st.columns(len(spec))
     out = []
     for col, (name, label, lo, hi, default, step) in zip(cols, spec, strict=True):
-        v = col.slider(label, lo, hi, default, step, key=f"segp_{method}_{name}", format="%g")
+        key = f"segp_{method}_{name}"
+        st.session_state.setdefault(key, float(now.get(name, default)))
+        v = col.slider(label, lo, hi, step=step, key=key, format="%g")
         if v != default:
             out.append((name, float(v)))
     return tuple(out)
 
 
-def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> None:
-    mask = mask_from_canvas(image_data, s.image.shape[:2])
-    if not mask.any():
-        state.error("Nothing is drawn yet: draw a shape on the image first.")
-        return
-    name = st.session_state.get("new_region_name", "").strip() or f"region {len(s.hand) + 1}"
-    colour = state.next_colour(len(s.hand))
-    s.hand.append(state.HandRegion(name=name, mask=mask, colour=colour))
+def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> bool:
+    try:
+        A.add_region(
+            s,
+            mask_from_canvas(image_data, s.image.shape[:2]),
+            st.session_state.get("new_region_name", ""),
+        )
+    except lc.LimecraftError as e:
+        state.error(str(e))
+        return False
     s.canvas_version += 1  # a fresh, empty canvas for the next region
     st.session_state["_clear_region_name"] = True
-    s.selected, s.restored = frozenset(), None
+    return True
 
 
 def drawing(s: state.AppState) -> None:
@@ -116,8 +119,7 @@ def drawing(s: state.AppState) -> None:
         key=f"canvas-{s.canvas_version}",
     )
     data = result.image_data if result is not None else None
-    if st.button("Add as region", key="add_region", type="primary"):
-        _add_drawn(s, data)
+    if st.button("Add as region", key="add_region", type="primary") and _add_drawn(s, data):
         st.rerun()
 
 
@@ -138,23 +140,12 @@ def upload_masks(s: state.AppState) -> None:
                 )
             if not masks:
                 raise lc.LimecraftError("the mask has no non-zero pixels, so no region")
+            for m in masks:
+                A.add_region(s, m, f"{up.name} {len(s.hand) + 1}")
         except lc.LimecraftError as e:
             state.error(f"That mask was not used: {e}")
             return
-        for m in masks:
-            colour = state.next_colour(len(s.hand))
-            s.hand.append(
-                state.HandRegion(name=f"{up.name} {len(s.hand) + 1}", mask=m, colour=colour)
-            )
-        s.restored = None
         st.rerun()
-
-
-def _add_tag(s: state.AppState) -> None:
-    s.hand.append(
-        state.HandRegion(name="tag", mask=s.tag_mask.copy(), colour=state.next_colour(len(s.hand)))
-    )
-    s.selected, s.restored = frozenset(), None
 
 
 def demo_walkthrough(s: state.AppState) -> None:
@@ -172,7 +163,7 @@ def demo_walkthrough(s: state.AppState) -> None:
         st.button(
             "Add the tag as a region",
             key="add_tag",
-            on_click=_add_tag,
+            on_click=A.add_tag,
             args=(s,),
             disabled=any(h.name == "tag" for h in s.hand),
         )
@@ -190,15 +181,15 @@ def region_list(s: state.AppState) -> None:
         inner = c2.number_input(
             "Pieces inside (1: one feature)", 1, 50, h.inner, key=f"hinner-{h.uid}"
         )
-        if name != h.name or inner != h.inner:
-            h.name, h.inner = name, int(inner)
-            s.restored = None
-        if c3.button(
-            "", icon=":material/delete:", key=f"hdel-{h.uid}", help=f"Delete {state.md(h.name)}"
-        ):
-            s.hand.pop(i)
-            s.merges, s.selected = [], frozenset()
-            st.rerun()
+        A.update_region(s, h.uid, name, int(inner))
+        c3.button(
+            "",
+            icon=":material/delete:",
+            key=f"hdel-{h.uid}",
+            help=f"Delete {state.md(h.name)}",
+            on_click=A.delete_region,
+            args=(s, h.uid),
+        )
 
 
 def _on_pick(s: state.AppState, labels: np.ndarray, keys: tuple[str, ...]) -> None:
@@ -206,7 +197,7 @@ def _on_pick(s: state.AppState, labels: np.ndarray, keys: tuple[str, ...]) -> No
     if not c:
         return
     region = region_at(labels, c["x"], c["y"], c["width"], c["height"])
-    s.selected = toggle(s.selected, keys[region])
+    s.selected = toggle(s.selected, keys[region])  # the pure toggle (tested in test_canvas)
 
 
 def selection(s: state.AppState, reg: lc.Regions) -> None:
@@ -238,18 +229,15 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
     )
     c2, c3 = right.columns(2)
     if c2.button(f"Merge selected ({len(chosen)})", key="merge", disabled=len(chosen) < 2):
-        merged = lc.merge_regions(reg, chosen, name=name.strip() or None)
-        ys, xs = np.nonzero(labels == chosen[0])
-        new_key = merged.keys[merged.labels[ys[0], xs[0]]]
-        if s.restored is not None:  # merging on a restored map: keep working on that map
-            s.restored = merged
-        else:
-            s.merges.append((tuple(reg.keys[i] for i in chosen), name.strip() or "merged", new_key))
-        s.selected = frozenset()
+        A.merge(s, reg, sorted(chosen), name)
         st.rerun()
-    if c3.button("Clear selection", key="clear_sel", disabled=not chosen):
-        s.selected = frozenset()
-        st.rerun()
+    c3.button(
+        "Clear selection",
+        key="clear_sel",
+        disabled=not chosen,
+        on_click=A.clear_selection,
+        args=(s,),
+    )
     merged_ids = [i for i, g in enumerate(reg.groups) if len(g) > 1]
     if merged_ids:
         target = right.selectbox(
@@ -259,10 +247,7 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
             format_func=lambda i: f"{i} {reg.names[i]}",
         )
         if right.button("Split", key="split"):
-            key = reg.keys[target]
-            if s.restored is not None:
-                s.restored = lc.split_region(reg, target)
-            s.merges = [m for m in s.merges if m[2] != key]
+            A.split(s, reg, target)
             st.rerun()
 
 

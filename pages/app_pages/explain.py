@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
+from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.views import explain_controls, results
 
@@ -17,36 +18,36 @@ reg = state.regions(s)
 labels = reg.labels
 left, right = st.columns([1, 1])
 with left:
-    n_hand = len(s.hand)
+    n_hand = A.handcrafted_count(s)
     st.image(
         state.label_ids(lc.region_map(s.image, labels, alpha=0.25), labels),
         caption=f"{reg.n_regions} regions ({n_hand} handcrafted, {s.seg.method} superpixels); "
         "change them on Craft regions",
     )
 with right:
-    settings = explain_controls(s)
+    config = explain_controls(s)
     clicked = st.button("Explain", type="primary", key="explain")
     if st.session_state.get("cancel-Explaining"):
         st.info("Explain was cancelled. Your regions and earlier results are kept.")
     if clicked:
         if state.ready_classifier(s) is not None:
             try:
-                s.settings = settings
-                s.explanation = state.run_explain(s.image, reg, s.model_name, settings)
-                s.explanation_auto = None
+                ex = state.run_explain(s.image, reg, s.model_name, config)
+                A.set_explanation(s, ex, config)
             except (lc.LimecraftError, lc.ModelError) as e:
                 state.error(f"Explain failed: {e}")
     if s.explanation is not None:
-        t, cfg = s.explanation.timings, s.explanation.settings
-        used, asked = cfg.get("samples_used", cfg["samples"]), cfg["samples"]
+        ex, t = s.explanation, s.explanation.timings
+        run = ex.run
+        used, asked = run.samples_used or ex.config.sampling.samples, ex.config.sampling.samples
         samples = f"{used} samples" + (
             f" (stopped early: stable; {asked} allowed)" if used < asked else ""
         )
-        passes = cfg.get("model_passes")
+        hand = f" ({run.handcrafted} handcrafted)" if run.handcrafted else ""
+        took = f" in {t['total_s']:.1f} s" if "total_s" in t else ""
         st.success(
-            f"Explained {s.explanation.n_regions} regions with {samples} in "
-            f"{t['total_s']:.1f} s"
-            + (f", {passes} model passes." if passes else ".")
+            f"Explained {ex.n_regions} regions{hand} with {samples}{took}"
+            + (f", {run.model_passes} model passes." if run.model_passes else ".")
         )
 
 ex = s.explanation
@@ -66,7 +67,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     s.image,
                     state.regions(s, handcrafted=False),
                     s.model_name,
-                    s.settings,
+                    s.config,
                     "Comparing",
                 )
             except (lc.LimecraftError, lc.ModelError) as e:

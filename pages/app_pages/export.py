@@ -2,70 +2,30 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.report import html_report, regions_csv
-from pages.lib import state
-
-MAX_JSON_BYTES = 100 * 2**20
-
-
-def _clamp(value: object, lo: float, hi: float, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-        return default
-    return min(max(value, lo), hi)
-
-
-def restored_settings(
-    saved: dict, n_classes: int, current: state.ExplainSettings
-) -> state.ExplainSettings:
-    """The Explain settings of a restored explanation, within what the settings controls accept.
-
-    A JSON file is untrusted: a value of the wrong type falls back to the current setting, and
-    a number is clamped to the control's range (a widget given a value outside its range would
-    stop the page).
-    """
-    fill = saved.get("fill")
-    if not (isinstance(fill, str) and (fill in lc.FILLS or re.fullmatch(r"#[0-9a-fA-F]{6}", fill))):
-        fill = current.fill
-    sampling = saved.get("sampling")
-    if sampling not in lc.SCHEMES:
-        sampling = current.sampling
-    width = saved.get("kernel_width")
-    if width != "uniform":
-        width = _clamp(width, 0.01, 10.0, 0.25)
-    target = saved.get("target")
-    if isinstance(target, bool) or not isinstance(target, int) or target < 0:
-        target = None
-    return state.ExplainSettings(
-        samples=int(_clamp(saved.get("samples"), 50, 20000, current.samples)),
-        sampling=sampling,
-        fill=fill,
-        kernel_width=width,
-        seed=int(_clamp(saved.get("seed"), 0, 2**31 - 1, current.seed)),
-        top_labels=int(_clamp(n_classes, 1, 10, 1)),
-        target=target,
-        ridge_alpha=float(_clamp(saved.get("ridge_alpha"), 0.0, 1e6, 1.0)),
-        repeats=int(_clamp(saved.get("repeats"), 1, 20, 1)),
-        early_stop=0.9 if saved.get("early_stop") is not None else None,
-        precision=saved.get("precision") if saved.get("precision") in ("fp32", "bf16") else "auto",
-    )
+from pages.lib import analysis as A
+from pages.lib import config_form, state
 
 
 def _restore(s: state.AppState) -> None:
+    """Restore an analysis file (everything comes back, its image too) or, as before, a plain
+    explanation JSON of the loaded image."""
     up = st.session_state.get("restore_upload")
     if up is None:
         return
     data = up.getvalue()
     try:
-        if len(data) > MAX_JSON_BYTES:
-            raise lc.LimecraftError(f"the file is over {MAX_JSON_BYTES // 2**20} MB")
-        ex = lc.Explanation.from_json(data)
+        if len(data) > A.MAX_JSON_BYTES:
+            raise lc.LimecraftError(f"the file is over {A.MAX_JSON_BYTES // 2**20} MB")
+        if b'"limecraft-analysis"' in data[:4096]:
+            state.adopt(A.from_json(data))
+        else:
+            A.restore_explanation(s, lc.Explanation.from_json(data))
+            config_form.forget_widgets()  # the settings widgets show the restored settings
     except (lc.LimecraftError, RecursionError, OverflowError, MemoryError) as e:
         # Nesting too deep, or a number too large for an index: refused, like any bad file.
         detail = str(e) or type(e).__name__
@@ -73,28 +33,7 @@ def _restore(s: state.AppState) -> None:
             detail = "the JSON is nested too deeply"
         s.message = f"That file was not restored: {detail}"
         return
-    if ex.segments.shape != s.image.shape[:2]:
-        s.message = (
-            f"That explanation is for a {ex.segments.shape[1]}x{ex.segments.shape[0]} image; "
-            f"load the same image first (it is {s.image.shape[1]}x{s.image.shape[0]})."
-        )
-        return
-    s.explanation, s.explanation_auto = ex, None
-    s.hand, s.merges, s.selected, s.edits = [], [], frozenset(), []
-    s.restored = lc.Regions(ex.segments, ex.region_keys, ex.region_names)
-    s.settings = restored_settings(ex.settings, len(ex.classes), s.settings)
-    for key in (
-        "set_samples",
-        "set_sampling",
-        "set_fill",
-        "set_uniform",
-        "set_kw",
-        "set_seed",
-        "set_top",
-        "set_repeats",
-    ):
-        st.session_state.pop(key, None)  # the widgets re-read the restored settings
-    s.message = None
+    state.get().message = None
 
 
 def pictures(s: state.AppState, ex: lc.Explanation) -> dict[str, np.ndarray]:
@@ -112,10 +51,12 @@ def report_rows(s: state.AppState) -> tuple[list[str], list[dict]]:
         return [], []
     from limecraft_core.edits import apply_edits
 
-    edited = apply_edits(s.image, state.regions(s).labels, s.edits).image
+    reg = state.regions(s)
+    edited = apply_edits(s.image, reg.labels, s.edits).image
     before, after = state.predict(s, s.image), state.predict(s, edited)
+    described = A.edit_names(s, reg.names)
     if before is None or after is None:
-        return [e.describe() for e in s.edits], []
+        return described, []
     order = np.argsort(-before)[:5]
     rows = [
         {
@@ -125,19 +66,30 @@ def report_rows(s: state.AppState) -> tuple[list[str], list[dict]]:
         }
         for i in order
     ]
-    return [e.describe() for e in s.edits], rows
+    return described, rows
 
 
 s = state.get()
 st.title("Export")
+stem = s.image_name.rsplit(".", 1)[0].replace(" ", "_")[:60] or "image"
+st.download_button(
+    "Analysis (JSON)",
+    A.to_json(s),
+    f"{stem}_analysis.json",
+    "application/json",
+    key="dl-analysis",
+    type="primary",
+    icon=":material/save:",
+    help="Everything: the image, regions, names, merges, settings, edits and results. "
+    "Restore it below, here or in another browser.",
+)
 ex = s.explanation
 if ex is None or ex.segments.shape != s.image.shape[:2]:
     st.info(
-        "Nothing to export yet: press **Explain** on the Explain page first. "
-        "You can also restore an explanation below."
+        "No explanation to export yet: press **Explain** on the Explain page first. "
+        "You can also restore an analysis or an explanation below."
     )
 else:
-    stem = s.image_name.rsplit(".", 1)[0].replace(" ", "_")[:60] or "image"
     pics = pictures(s, ex)
     st.subheader("Downloads")
     cols = st.columns(4)
@@ -152,11 +104,9 @@ else:
                 key=f"dl-{name}",
             )
     c1, c2, c3 = st.columns(3)
-    doc = ex.to_dict()
-    doc["settings"]["image_name"] = s.image_name
     c1.download_button(
         "Explanation (JSON)",
-        json.dumps(doc, indent=1),
+        ex.to_json(indent=1),
         f"{stem}_explanation.json",
         "application/json",
         key="dl-json",
@@ -184,14 +134,14 @@ else:
         f"{stem}_report.html",
         "text/html",
         key="dl-report",
-        type="primary",
         help="One self-contained page: image, regions, settings, results, edits",
     )
 
 st.divider()
 st.subheader("Restore")
 st.file_uploader(
-    "An explanation JSON saved from LIMEcraft (for the image that is loaded now)",
+    "An analysis saved from LIMEcraft (it brings its image), or an explanation JSON of the "
+    "image that is loaded now",
     type=["json"],
     key="restore_upload",
     on_change=_restore,

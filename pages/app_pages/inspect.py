@@ -7,6 +7,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
+from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.views import results
 
@@ -25,68 +26,61 @@ def edited(image: np.ndarray, labels: np.ndarray, edits: tuple[Edit, ...]):
     return apply_edits(image, labels, list(edits))
 
 
+def _version() -> int:
+    return st.session_state.setdefault("_edit_v", 0)
+
+
+def _fresh_controls() -> None:
+    """The pending-edit controls start again from "no change": new widget keys, so the
+    browser's copies of the old values cannot come back as a second, pending edit."""
+    st.session_state["_edit_v"] = _version() + 1
+
+
 def edit_controls(region: int, h: int, w: int) -> Edit:
     """The pending edit from the controls (defaults: no change)."""
     kind = KINDS[st.radio("Edit", list(KINDS), horizontal=True, key="edit_kind")]
+    v = _version()
     c1, c2 = st.columns(2)
     p: dict = {}
     if kind == "color":
-        p["hue"] = c1.slider("Hue (degrees)", -180, 180, 0, key="e_hue")
-        p["saturation"] = c2.slider("Saturation ×", 0.0, 3.0, 1.0, 0.05, key="e_sat")
-        p["brightness"] = c1.slider("Brightness ×", 0.0, 3.0, 1.0, 0.05, key="e_bri")
-        r = c2.slider("Red shift", -1.0, 1.0, 0.0, 0.05, key="e_r")
-        g = c2.slider("Green shift", -1.0, 1.0, 0.0, 0.05, key="e_g")
-        b = c2.slider("Blue shift", -1.0, 1.0, 0.0, 0.05, key="e_b")
+        p["hue"] = c1.slider("Hue (degrees)", -180, 180, 0, key=f"e_hue-{v}")
+        p["saturation"] = c2.slider("Saturation ×", 0.0, 3.0, 1.0, 0.05, key=f"e_sat-{v}")
+        p["brightness"] = c1.slider("Brightness ×", 0.0, 3.0, 1.0, 0.05, key=f"e_bri-{v}")
+        r = c2.slider("Red shift", -1.0, 1.0, 0.0, 0.05, key=f"e_r-{v}")
+        g = c2.slider("Green shift", -1.0, 1.0, 0.0, 0.05, key=f"e_g-{v}")
+        b = c2.slider("Blue shift", -1.0, 1.0, 0.0, 0.05, key=f"e_b-{v}")
         p["rgb_shift"] = (r, g, b)
     elif kind == "move":
-        p["dx"] = c1.slider("Right (px)", -w, w, 0, key="e_dx")
-        p["dy"] = c2.slider("Down (px)", -h, h, 0, key="e_dy")
+        p["dx"] = c1.slider("Right (px)", -w, w, 0, key=f"e_dx-{v}")
+        p["dy"] = c2.slider("Down (px)", -h, h, 0, key=f"e_dy-{v}")
     elif kind == "rotate":
-        p["angle"] = c1.slider("Angle (degrees, counter-clockwise)", -180, 180, 0, key="e_angle")
+        p["angle"] = c1.slider(
+            "Angle (degrees, counter-clockwise)", -180, 180, 0, key=f"e_angle-{v}"
+        )
     elif kind == "scale":
-        p["factor"] = c1.slider("Scale ×", 0.2, 3.0, 1.0, 0.05, key="e_factor")
+        p["factor"] = c1.slider("Scale ×", 0.2, 3.0, 1.0, 0.05, key=f"e_factor-{v}")
     elif kind == "blur":
-        p["sigma"] = c1.slider("Blur sigma (px)", 0.0, 20.0, 4.0, 0.5, key="e_sigma")
+        p["sigma"] = c1.slider("Blur sigma (px)", 0.0, 20.0, 4.0, 0.5, key=f"e_sigma-{v}")
     if kind in ("move", "rotate", "scale", "remove"):
         p["fill"] = c2.selectbox(
-            "The hole shows", ["inpaint", "mean", "gray", "black"], key="e_fill"
+            "The hole shows", ["inpaint", "mean", "gray", "black"], key=f"e_fill-{v}"
         )
     return Edit(kind=kind, region=region, **p)
 
 
-_EDIT_WIDGETS = (
-    "e_hue",
-    "e_sat",
-    "e_bri",
-    "e_r",
-    "e_g",
-    "e_b",
-    "e_dx",
-    "e_dy",
-    "e_angle",
-    "e_factor",
-    "e_sigma",
-)
-
-
-def _clear_edit_widgets() -> None:
-    for key in _EDIT_WIDGETS:  # the next edit starts from "no change"
-        st.session_state.pop(key, None)
-
-
 def _apply(s: state.AppState, pending: Edit) -> None:
-    s.edits.append(pending)
-    _clear_edit_widgets()
+    A.apply_edit(s, pending)
+    _fresh_controls()
 
 
 def _undo(s: state.AppState) -> None:
-    if s.edits:
-        s.edits.pop()
+    A.undo_edit(s)
+    _fresh_controls()
 
 
 def _reset(s: state.AppState) -> None:
-    s.edits = []
-    _clear_edit_widgets()
+    A.reset_edits(s)
+    _fresh_controls()
 
 
 def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -> None:
@@ -146,8 +140,9 @@ if state.ready_classifier(s) is None:
     st.stop()
 reg = state.regions(s)
 base = edited(s.image, reg.labels, tuple(s.edits))
-names = reg.names if not s.edits else tuple("" for _ in range(int(base.labels.max()) + 1))
 k = int(base.labels.max()) + 1
+# Edits keep the region ids unless a region vanished; then the names no longer line up.
+names = reg.names if k == reg.n_regions else ("",) * k
 c1, c2 = st.columns([1, 1], gap="large")
 with c1:
     region = st.selectbox(
@@ -169,7 +164,9 @@ with c1:
     if s.edits:
         st.markdown(
             "**Applied edits**\n"
-            + "\n".join(f"{i + 1}. {e.describe()}" for i, e in enumerate(s.edits))
+            + "\n".join(
+                f"{i + 1}. {state.md(line)}" for i, line in enumerate(A.edit_names(s, reg.names))
+            )
         )
 with c2:
     a, b = st.columns(2)
@@ -194,26 +191,25 @@ if before is not None and after is not None:
 
 st.divider()
 st.subheader("Re-explain the edited image")
-st.caption("The edited region's mask is moved, rotated and scaled along with the object.")
+st.caption(
+    "Explains exactly the edited image shown above (applied edits and the pending one); the "
+    "edited region's mask is moved, rotated and scaled along with the object."
+)
 if st.button("Explain the edited image", key="explain_edited"):
     try:
-        edited_regions = lc.regions_from_labels(preview.labels)
-        st.session_state["edited_explanation"] = (
-            preview.image,
-            state.run_explain(
-                preview.image,
-                edited_regions,
-                s.model_name,
-                s.settings,
-                "Explaining the edited image",
-            ),
+        k2 = int(preview.labels.max()) + 1
+        edited_regions = lc.regions_from_labels(
+            preview.labels, list(names) if k2 == len(names) else None
         )
+        ex = state.run_explain(
+            preview.image, edited_regions, s.model_name, s.config, "Explaining the edited image"
+        )
+        A.set_edited(s, preview.image, ex)
     except (lc.LimecraftError, lc.ModelError) as e:
         state.error(f"Explain failed: {e}")
-got = st.session_state.get("edited_explanation")
-if got is not None:
-    img, ex = got
-    if img.shape == preview.image.shape and np.array_equal(img, preview.image):
-        results(s, ex, key="edited", image=img)
+if s.edited_explanation is not None and s.edited_image is not None:
+    if np.array_equal(s.edited_image, preview.image):
+        st.image(state.to_display(s.edited_image, 280), caption="the explained image")
+        results(s, s.edited_explanation, key="edited", image=s.edited_image)
     else:
         st.info("The edits changed since that explanation; press the button again.")

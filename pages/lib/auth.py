@@ -42,6 +42,7 @@ __all__ = [
     "hash_password",
     "is_allowed",
     "load_config",
+    "owner",
     "verify_password",
 ]
 
@@ -291,8 +292,37 @@ def _session_token(cfg: AuthConfig) -> str:
     return hashlib.sha256(cfg.password_hash.encode()).hexdigest()
 
 
+def owner() -> str:
+    """The account this session works as; saved analyses open only for the account that made
+    them. ``local`` with access control off; ``team`` in password mode (one shared account);
+    ``oidc:<e-mail>`` with OIDC sign-in."""
+    try:
+        mode = load_config().mode
+    except AuthConfigError:
+        return "nobody"
+    if mode == "password":
+        return "team"
+    if mode == "oidc":
+        email = st.user.get("email") if st.user.get("is_logged_in", False) else None
+        return f"oidc:{str(email).lower()}" if email else "oidc:"
+    return "local"
+
+
+def _forget_session() -> None:
+    """Signing out leaves nothing of this session's work: the analysis, the recent list, the
+    widgets' values and the analysis id in the URL all go."""
+    for key in list(st.session_state.keys()):
+        del st.session_state[key]
+    st.query_params.clear()
+
+
 def _sign_out() -> None:
-    st.session_state.pop(_SESSION_KEY, None)
+    _forget_session()
+
+
+def _log_out() -> None:
+    _forget_session()
+    st.logout()
 
 
 def _password_gate(cfg: AuthConfig) -> None:
@@ -342,10 +372,10 @@ def _oidc_gate(cfg: AuthConfig) -> None:
             "runs it to add you.",
             icon=":material/block:",
         )
-        st.button("Log out", key="auth_logout", on_click=st.logout)
+        st.button("Log out", key="auth_logout", on_click=_log_out)
         st.stop()
     st.sidebar.caption(f"Signed in as {md(user.get('name') or email)}")
-    st.sidebar.button("Log out", key="auth_logout", on_click=st.logout)
+    st.sidebar.button("Log out", key="auth_logout", on_click=_log_out)
 
 
 # ----------------------------------------------------------------------------- CLI

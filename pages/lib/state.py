@@ -1,7 +1,9 @@
-"""Session state, caches and the shared sidebar of the LIMEcraft app.
+"""Session glue, caches and the shared sidebar of the LIMEcraft app.
 
-Everything here is thin glue between Streamlit and ``limecraft_core`` / ``models``: the work is
-done by the engine's pure functions.
+The session's work is one :class:`~pages.lib.analysis.Analysis` (``st.session_state["app"]``),
+changed through the named actions in :mod:`pages.lib.analysis`. It is saved to the
+:mod:`pages.lib.store` after every script run that changed it, under the id in the page's URL
+(``?a=...``), so a reload brings it back. The work is done by the engine's pure functions.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -18,169 +21,264 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import streamlit as st
 from PIL import Image
 
 import limecraft_core as lc
+import serving
+from limecraft_core import render
 from limecraft_core.io import decode_image
 from models import registry
 from models.samples import load_sample, sample_names
+from pages.lib import analysis as A
+from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests)
+    REGION_COLOURS,
+    Analysis,
+    HandRegion,
+    SegSettings,
+    next_colour,
+)
+from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
+AppState = Analysis  # the pages' name for the session's value
 DISPLAY_WIDTH = 560  # px sent to the browser for the main pictures
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "gif"]
-# Streamlit's named colours (usable in labels as :name[text]) and how they are drawn.
-REGION_COLOURS = {
-    "red": "#e6194b",
-    "blue": "#4363d8",
-    "orange": "#f58231",
-    "violet": "#911eb4",
-    "green": "#3cb44b",
-    "gray": "#808080",
-}
-
-
-def next_colour(n: int) -> str:
-    names = list(REGION_COLOURS)
-    return names[n % len(names)]
+RECENT = 5  # analyses kept in the sidebar's "Recent analyses"
+_log = logging.getLogger("limecraft")
 
 
 def with_regions(image: np.ndarray, hand: list[HandRegion], alpha: float = 0.35) -> np.ndarray:
     """The image with each handcrafted region tinted and outlined in its colour."""
-    from skimage.segmentation import find_boundaries
-
-    out = image.astype(np.float32)
-    for h in hand:
-        rgb = np.array(
-            [int(REGION_COLOURS[h.colour][i : i + 2], 16) for i in (1, 3, 5)], np.float32
-        )
-        out[h.mask] = (1 - alpha) * out[h.mask] + alpha * rgb
-        out[find_boundaries(h.mask, mode="inner")] = rgb
-    return out.astype(np.uint8)
+    return render.outline_masks(
+        image, [h.mask for h in hand], [A.colour_rgb(h.colour) for h in hand], alpha
+    )
 
 
-_UID = iter(range(1, 1 << 62))
+# ----------------------------------------------------------------------------- the session
 
 
-@dataclass
-class HandRegion:
-    """A region the analyst drew or uploaded."""
-
-    name: str
-    mask: np.ndarray
-    inner: int = 1  # 1: one feature; N > 1: segmented inside into about N pieces
-    colour: str = "red"  # a key of REGION_COLOURS
-    uid: int = field(default_factory=lambda: next(_UID))
+@st.cache_resource
+def store() -> Store:
+    """The saved-analysis store of this process (``LIMECRAFT_STORE_*``)."""
+    return Store(StoreConfig.from_env())
 
 
-@dataclass
-class ExplainSettings:
-    """The Explain controls' values; defaults are the engine's."""
+def owner() -> str:
+    """The account this session's analyses belong to."""
+    from pages.lib import auth
 
-    samples: int = 1000
-    sampling: str = "bernoulli"
-    fill: str = "mean"
-    kernel_width: float | str = 0.25
-    seed: int = 0
-    top_labels: int = 1
-    target: int | None = None
-    ridge_alpha: float = 1.0
-    repeats: int = 3  # > 1 gives every explanation a stability verdict
-    # Trust checks (the Trust page): all reuse the model passes where they can.
-    kernel_widths: tuple = ()
-    convergence: tuple = ()
-    faithfulness: bool = False
-    compare_fills: tuple = ()
-    mask_expansion: int = 0
-    # Speed (bench/README.md measures each): stop sampling once two halves agree; bf16 autocast.
-    early_stop: float | None = None
-    precision: str = "auto"
-
-    def key(self) -> str:
-        return json.dumps(self.__dict__, sort_keys=True)
-
-
-@dataclass
-class SegSettings:
-    method: str = "slic"
-    n_segments: int = 40
-    outer: str = "segment"  # "segment" the rest, or keep it as "one" background feature
-    params: tuple[tuple[str, float], ...] = ()  # the method's own parameters, beyond the count
-
-
-@dataclass
-class AppState:
-    image: np.ndarray
-    image_name: str
-    tag_mask: np.ndarray | None
-    model_name: str = registry.DEFAULT_MODEL
-    model_labels: list[str] | None = None
-    seg: SegSettings = field(default_factory=SegSettings)
-    hand: list[HandRegion] = field(default_factory=list)
-    merges: list[tuple[tuple[str, ...], str, str]] = field(
-        default_factory=list
-    )  # keys, name, result key
-    selected: frozenset[str] = frozenset()
-    settings: ExplainSettings = field(default_factory=ExplainSettings)
-    explanation: lc.Explanation | None = None
-    explanation_auto: lc.Explanation | None = None
-    trust_explanation: lc.Explanation | None = None
-    edits: list[Any] = field(default_factory=list)
-    canvas_version: int = 0
-    restored: lc.Regions | None = None  # regions of a restored explanation, until regions change
-    message: str | None = None
-    tmpdir: str = ""
+    return auth.owner()
 
 
 def _tmpdir_cleanup(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def get() -> AppState:
-    """This session's state, created on first use (demo image, demo model)."""
-    if "app" not in st.session_state:
-        sample = load_sample(sample_names()[0])
-        tmp = tempfile.mkdtemp(prefix="limecraft-session-")
-        app = AppState(
-            image=sample.image, image_name=sample.name, tag_mask=sample.tag_mask, tmpdir=tmp
+class _Folder:
+    """A per-session folder for uploaded model files; it goes with the session's state."""
+
+    def __init__(self) -> None:
+        self.path = tempfile.mkdtemp(prefix="limecraft-session-")
+        weakref.finalize(self, _tmpdir_cleanup, self.path)
+
+
+def tmpdir() -> str:
+    if "_tmp" not in st.session_state:
+        st.session_state["_tmp"] = _Folder()
+    return st.session_state["_tmp"].path
+
+
+def _sample_analysis(name: str, like: Analysis | None = None) -> Analysis:
+    sample = load_sample(name)
+    return A.new(
+        sample.image,
+        sample.name,
+        tag_mask=sample.tag_mask,
+        note=sample.note,
+        source="gallery",
+        like=like,
+    )
+
+
+def _fresh() -> Analysis:
+    a = _sample_analysis(sample_names()[0])
+    a.model_name = registry.DEFAULT_MODEL
+    a.id = new_id()
+    return a
+
+
+def _usable_model(a: Analysis) -> None:
+    """A reopened analysis whose uploaded model file is gone falls back to the default model."""
+    known = {m.name for m in registry.list_models()}
+    if a.model_name not in known and not os.path.isfile(a.model_name):
+        a.message = (
+            f"The model this analysis used ({md(os.path.basename(a.model_name))}) is no longer "
+            f"here; it uses {registry.DEFAULT_MODEL} now. Upload the model again to use it."
         )
-        # The folder goes when the session's state does (tab closed, session expired).
-        weakref.finalize(app, _tmpdir_cleanup, tmp)
-        st.session_state["app"] = app
-    return st.session_state["app"]
+        A.set_model(a, registry.DEFAULT_MODEL, None)
+
+
+def _open_from_url() -> Analysis:
+    """The analysis named in the URL when this account may open it, else a fresh one."""
+    aid = st.query_params.get("a")
+    if not aid:
+        return _fresh()
+    who = owner()
+    d = store().load(aid, who) if valid_id(aid) else None
+    if d is None:
+        a = _fresh()
+        if store().exists_for_other(aid, who):
+            _log.warning("refused to open an analysis of another account")
+            a.message = "That analysis link belongs to another account; a new analysis is started."
+        else:
+            a.message = (
+                "That analysis is not saved here (it may have expired); a new one is started."
+            )
+        return a
+    try:
+        a = A.from_dict(d)
+    except lc.LimecraftError as e:
+        a = _fresh()
+        a.message = f"That saved analysis could not be opened ({md(e)}); a new one is started."
+        return a
+    a.id = aid
+    _usable_model(a)
+    return a
+
+
+def get() -> Analysis:
+    """This session's analysis: the one in the URL (after a reload), else a fresh demo one."""
+    if "app" not in st.session_state:
+        st.session_state["app"] = _open_from_url()
+        st.session_state["_saved"] = A.fingerprint(st.session_state["app"])
+        if st.query_params.get("a") != st.session_state["app"].id:
+            st.session_state["_saved"] = None  # a new id: save it at the end of this run
+    a = st.session_state["app"]
+    if st.query_params.get("a") != a.id:
+        st.query_params["a"] = a.id
+    return a
+
+
+def save(a: Analysis | None = None) -> None:
+    """Save the session's analysis when it changed since the last save (call after each run)."""
+    a = a if a is not None else st.session_state.get("app")
+    if a is None or not a.id:
+        return
+    fp = A.fingerprint(a)
+    if st.session_state.get("_saved") == fp:
+        return
+    try:
+        ok = store().save(a.id, owner(), A.to_json(a))
+    except OSError as e:
+        _log.warning("could not save the analysis: %s", e)
+        ok = False
+    if ok:
+        st.session_state["_saved"] = fp
+
+
+def recent() -> list[Analysis]:
+    """Earlier analyses of this session, newest first (kept when the image was replaced)."""
+    return st.session_state.setdefault("_recent", [])
+
+
+def _switch(new: Analysis) -> None:
+    """Make ``new`` the session's analysis; the current one goes to the recent list if it holds
+    work. Widgets that show the analysis are set to its values (they would keep the old ones)."""
+    cur = st.session_state.get("app")
+    rec = [r for r in recent() if r.id != new.id and (cur is None or r.id != cur.id)]
+    if cur is not None and cur.id != new.id and A.has_work(cur):
+        save(cur)
+        rec.insert(0, cur)
+    st.session_state["_recent"] = rec[:RECENT]
+    new.canvas_version = (cur.canvas_version + 1) if cur is not None else 0
+    st.session_state["app"] = new
+    st.session_state["_saved"] = None
+    st.query_params["a"] = new.id
+    _show_analysis(new)
+
+
+#: Widgets whose values belong to one analysis: dropped when another analysis comes in.
+_ANALYSIS_WIDGETS = re.compile(
+    r"^(set_|tr_|edit_|e_|seg_|segp_|hname-|hinner-|res_|edited_|trust_|merge_name$|split_pick$"
+    r"|pick$|cfg_|canvas-)"
+)
+
+
+def _show_analysis(a: Analysis) -> None:
+    for key in list(st.session_state.keys()):
+        if isinstance(key, str) and _ANALYSIS_WIDGETS.match(key):
+            del st.session_state[key]
+    if a.image_name in sample_names() and a.source == "gallery":
+        st.session_state["sample_pick"] = a.image_name
+    else:
+        st.session_state["sample_pick"] = None
+
+
+def replace_image(
+    image: np.ndarray, name: str, tag_mask: np.ndarray | None, note: str, source: str
+) -> None:
+    """A new image. The current analysis is kept in the recent list when it holds work, and an
+    earlier analysis of the same image comes back instead of an empty one."""
+    cur = get()
+    key = A.new(image, name).image_key
+    back = next((r for r in recent() if r.image_key == key and r.image_name == name), None)
+    if back is None:
+        back = A.new(image, name, tag_mask=tag_mask, note=note, source=source, like=cur)
+        back.id = new_id()
+    _switch(back)
+
+
+def open_recent(aid: str) -> None:
+    """Return to an analysis of the recent list."""
+    found = next((r for r in recent() if r.id == aid), None)
+    if found is not None:
+        _switch(found)
+
+
+def start_fresh() -> None:
+    """A new, empty analysis of the current image, on purpose (the current one goes to recent)."""
+    cur = get()
+    a = A.new(cur.image, cur.image_name, tag_mask=cur.tag_mask, note=cur.note, source=cur.source)
+    a.model_name, a.model_labels = cur.model_name, cur.model_labels
+    a.id = new_id()
+    _switch(a)
+
+
+def adopt(a: Analysis) -> None:
+    """A restored analysis file becomes this session's analysis (a new id: it is a copy)."""
+    a.id = new_id()
+    _usable_model(a)
+    _switch(a)
 
 
 def reset_for_new_image(
-    s: AppState, image: np.ndarray, name: str, tag_mask: np.ndarray | None
+    s: Analysis, image: np.ndarray, name: str, tag_mask: np.ndarray | None
 ) -> None:
-    """A new image: regions, selections, results and edits belong to the old one."""
-    s.image, s.image_name, s.tag_mask = image, name, tag_mask
-    s.hand, s.merges, s.selected, s.edits = [], [], frozenset(), []
-    s.explanation = s.explanation_auto = s.restored = s.trust_explanation = None
-    s.canvas_version += 1
+    """Kept for callers of the old API: :func:`replace_image` with an uploaded image."""
+    replace_image(image, name, tag_mask, "", "upload")
 
 
 # ----------------------------------------------------------------------------- caches
 
 
 @st.cache_resource(show_spinner="Loading the model…")
-def classifier(name: str, precision: str = "auto") -> lc.Classifier:
-    """One model per process and precision, shared by all sessions (inference is thread-safe).
+def classifier(name: str, precision: str = "auto") -> lc.Classifier | serving.RemoteScorer:
+    """One model per process and precision, shared by all sessions (inference is thread-safe):
+    on the Ray Serve cluster when ``LIMECRAFT_RAY_ADDRESS`` is set, else local.
 
     bf16 on a CPU also uses channels_last, the combination that is about 2x faster there."""
     cl = True if precision == "bf16" else None
-    return registry.load_classifier(name, precision=precision, channels_last=cl)
+    return serving.load_scorer(name, precision=precision, channels_last=cl)
 
 
 @st.cache_resource
-def work_queue() -> lc.WorkQueue:
+def work_queue() -> serving.WorkQueue:
     """One bounded queue in front of the device for every session of this process: concurrent
     Explains are served in turn and combined into shared forward passes."""
     batch = os.environ.get("LIMECRAFT_QUEUE_MAX_BATCH")  # images per combined pass
-    return lc.WorkQueue(
+    return serving.WorkQueue(
         max_jobs=int(os.environ.get("LIMECRAFT_MAX_QUEUED", "64")),
         max_batch=int(batch) if batch else None,
     )
@@ -199,60 +297,34 @@ def session_alive() -> Callable[[], bool]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def segment(
-    image: np.ndarray, method: str, n_segments: int, params: tuple[tuple[str, float], ...] = ()
-) -> np.ndarray:
-    return lc.segment(
-        image, method, n_segments, params=dict(params), working_size=working_size(method)
-    )
-
-
-def working_size(method: str) -> int:
-    """The app segments at most at this size so previews answer within 0.5 s: quickshift and
-    felzenszwalb cost grows with the square of the area (labels are scaled back up)."""
-    return {"quickshift": 192, "felzenszwalb": 192}.get(method, 512)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def compose(
+def _prepare(
     image: np.ndarray,
-    method: str,
-    n_segments: int,
-    outer: str,
+    seg: lc.config.SegmentationConfig,
     masks: tuple[np.ndarray, ...],
     names: tuple[str, ...],
-    inner: tuple[int, ...],
-    params: tuple[tuple[str, float], ...] = (),
 ) -> lc.Regions:
-    if not masks:
-        return lc.regions_from_labels(segment(image, method, n_segments, params))
-    return lc.compose_regions(
-        image,
-        list(masks),
-        names=list(names),
-        inner_segments=list(inner),
-        inner_method="slic",
-        outer_segments=1 if outer == "one" else n_segments,
-        outer_method=method,
-        outer_params=dict(params),
-        working_size=working_size(method),
+    regions, _ = lc.stages.prepare_regions(
+        lc._validate.as_float_image(image),
+        seg,
+        regions_mask=list(masks) if masks else None,
+        names=list(names) if masks else None,
     )
+    return regions
 
 
-def regions(s: AppState, *, handcrafted: bool = True) -> lc.Regions:
-    """The current regions: automatic superpixels, handcrafted regions, and the merges."""
+def regions(s: Analysis, *, handcrafted: bool = True) -> lc.Regions:
+    """The current regions: automatic superpixels, handcrafted regions, and the merges.
+
+    They are made by the engine's own region stage, so an explanation records the segmentation
+    that really made them (``config.segmentation``)."""
     if handcrafted and s.restored is not None:
         return s.restored
     hand = s.hand if handcrafted else []
-    r = compose(
+    r = _prepare(
         s.image,
-        s.seg.method,
-        s.seg.n_segments,
-        s.seg.outer,
+        A.segmentation_config(s, handcrafted=handcrafted),
         tuple(h.mask for h in hand),
         tuple(h.name for h in hand),
-        tuple(h.inner for h in hand),
-        s.seg.params,
     )
     if handcrafted:
         for keys, name, _ in s.merges:
@@ -286,19 +358,15 @@ def explanation_cache() -> _ExplanationCache:
 
 
 def explanation_key(
-    image: np.ndarray,
-    labels: np.ndarray,
-    model: str,
-    settings: ExplainSettings,
-    names: tuple[str, ...] = (),
+    image: np.ndarray, reg: lc.Regions, model: str, config: lc.ExplainConfig
 ) -> str:
     h = hashlib.sha256()
-    for a in (image, labels):
+    for a in (image, reg.atoms):
         h.update(str(a.shape).encode())
         h.update(np.ascontiguousarray(a).tobytes())
     h.update(model.encode())
-    h.update(settings.key().encode())
-    h.update(json.dumps(names).encode())
+    h.update(json.dumps(config.to_dict(), sort_keys=True).encode())
+    h.update(json.dumps([reg.keys, reg.names, reg.source], sort_keys=True, default=str).encode())
     return h.hexdigest()
 
 
@@ -306,15 +374,15 @@ def run_explain(
     image: np.ndarray,
     reg: lc.Regions,
     model_name: str,
-    settings: ExplainSettings,
+    config: lc.ExplainConfig,
     status_label: str = "Explaining",
-) -> lc.Explanation | None:
+) -> lc.Explanation:
     """Explain with a progress bar (per batch, with time left) and a Cancel button."""
-    key = explanation_key(image, reg.atoms, model_name, settings, reg.keys + reg.names)
+    key = explanation_key(image, reg, model_name, config)
     cached = explanation_cache().get(key)
     if cached is not None:
         return cached
-    clf = classifier(model_name, settings.precision)
+    clf = classifier(model_name, config.speed.precision)
     bar = st.progress(0.0, text=f"{status_label}: starting…")
     cancel_slot = st.empty()
     cancel_slot.button("Cancel", key=f"cancel-{status_label}", help="Stops after the current batch")
@@ -329,7 +397,7 @@ def run_explain(
             text=f"{status_label}: {done}/{total} model passes, about {left:.0f} s left",
         )
 
-    def waiting(q: lc.QueueStatus) -> None:
+    def waiting(q: serving.QueueStatus) -> None:
         if q.position > 0:
             bar.progress(
                 0.0,
@@ -337,36 +405,14 @@ def run_explain(
                 f"explanation{'s' if q.position > 1 else ''} ahead of yours",
             )
 
-    from models.remote import RemoteClassifier
-
     # A Ray Serve deployment batches across sessions itself, and composes next to its model:
     # only local models go through this process's work queue.
     runner = (
         clf
-        if isinstance(clf, RemoteClassifier)
-        else lc.QueuedClassifier(clf, work_queue(), alive=session_alive(), on_wait=waiting)
+        if isinstance(clf, serving.RemoteScorer)
+        else serving.QueuedScorer(clf, work_queue(), alive=session_alive(), on_wait=waiting)
     )
-    ex = lc.explain(
-        image,
-        runner,
-        segments=reg,
-        samples=settings.samples,
-        seed=settings.seed,
-        fill=settings.fill,
-        kernel_width=settings.kernel_width,
-        ridge_alpha=settings.ridge_alpha,
-        target=settings.target,
-        top_labels=settings.top_labels,
-        sampling=settings.sampling,
-        repeats=settings.repeats,
-        kernel_widths=list(settings.kernel_widths) or None,
-        convergence=list(settings.convergence) or None,
-        faithfulness=settings.faithfulness,
-        compare_fills=list(settings.compare_fills) or None,
-        mask_expansion=settings.mask_expansion,
-        early_stop=settings.early_stop,
-        progress=progress,
-    )
+    ex = lc.explain(image, runner, segments=reg, config=config, progress=progress)
     bar.empty()
     cancel_slot.empty()
     explanation_cache().put(key, ex)
@@ -398,20 +444,7 @@ def png_bytes(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _id_positions(labels: np.ndarray) -> list[tuple[int, float, float]]:
-    """A point well inside each region (farthest from its border; a centroid can fall outside)."""
-    from scipy import ndimage as ndi
-
-    out = []
-    for region, box in enumerate(ndi.find_objects(labels + 1)):
-        if box is None:
-            continue
-        m = np.pad(labels[box] == region, 1)
-        dist = ndi.distance_transform_edt(m)[1:-1, 1:-1]
-        y, x = np.unravel_index(np.argmax(dist), dist.shape)
-        out.append((region, box[1].start + x + 0.5, box[0].start + y + 0.5))
-    return out
+_id_positions = st.cache_data(max_entries=64, show_spinner=False)(render.id_positions)
 
 
 def label_ids(
@@ -454,7 +487,8 @@ def error(msg: str) -> None:
 # ----------------------------------------------------------------------------- sidebar
 
 
-def _load_upload(s: AppState) -> None:
+def _load_upload() -> None:
+    s = get()
     up = st.session_state.get("image_upload")
     if up is None:
         return
@@ -463,17 +497,19 @@ def _load_upload(s: AppState) -> None:
     except lc.LimecraftError as e:
         s.message = f"That upload was not used: {md(e)}"
         return
-    reset_for_new_image(s, img, up.name, None)
     s.message = None
+    replace_image(img, up.name, None, "", "upload")
 
 
-def _pick_sample(s: AppState) -> None:
-    name = st.session_state["sample_pick"]
+def _pick_sample() -> None:
+    name = st.session_state.get("sample_pick")
+    if name is None or name == get().image_name:
+        return
     sample = load_sample(name)
-    reset_for_new_image(s, sample.image, sample.name, sample.tag_mask)
+    replace_image(sample.image, sample.name, sample.tag_mask, sample.note, "gallery")
 
 
-def _model_upload(s: AppState) -> None:
+def _model_upload(s: Analysis) -> None:
     up = st.session_state.get("model_upload")
     labels = st.session_state.get("labels_upload")
     if up is None:
@@ -485,7 +521,8 @@ def _model_upload(s: AppState) -> None:
     data = up.getvalue()
     # Per-session folder, never a shared path; named by content, because the loaded model is
     # cached on its path (a second upload must not be served the first model).
-    path = os.path.join(s.tmpdir, f"model-{hashlib.sha256(data).hexdigest()[:16]}{suffix}")
+    folder = tmpdir()
+    path = os.path.join(folder, f"model-{hashlib.sha256(data).hexdigest()[:16]}{suffix}")
     with open(path, "wb") as f:
         f.write(data)
     try:
@@ -504,37 +541,51 @@ def _model_upload(s: AppState) -> None:
             os.remove(path)  # a refused file is not kept
         return
     old = s.model_name
-    if old != path and os.path.dirname(old) == s.tmpdir and os.path.exists(old):
+    in_use = any(r.model_name == old for r in recent())
+    if old != path and os.path.dirname(old) == folder and os.path.exists(old) and not in_use:
         os.remove(old)  # the previous upload (its model stays loaded while cached)
-    s.model_name = path
+    A.set_model(s, path, names)
     st.session_state["model_pick"] = path  # the registry picker follows, or it would undo this
-    s.model_labels = names
-    s.explanation = s.explanation_auto = None
     s.message = None
 
 
-def sidebar(s: AppState) -> None:
-    """Image source, model, and the model's top-5 prediction; shared by every page."""
+def _recent_list() -> None:
+    rec = recent()
+    if not rec:
+        return
+    st.markdown("**Recent analyses**")
+    for r in rec:
+        st.button(
+            A.summary(r),
+            key=f"recent-{r.id[:12]}",
+            on_click=open_recent,
+            args=(r.id,),
+            icon=":material/history:",
+            help="Go back to this analysis (the current one is kept here)",
+            width="stretch",
+        )
+
+
+def sidebar(s: Analysis) -> None:
+    """Image source, model, the model's top-5 prediction, recent analyses; on every page."""
     with st.sidebar:
         st.markdown("## LIMEcraft")
         st.caption("Explain an image classifier over regions that mean something to you.")
         st.markdown("**Image**")
         names = sample_names()
+        if "sample_pick" not in st.session_state:
+            st.session_state["sample_pick"] = (
+                s.image_name if s.image_name in names and s.source == "gallery" else None
+            )
         st.selectbox(
             "Sample gallery",
             names,
-            index=names.index(s.image_name) if s.image_name in names else None,
             key="sample_pick",
             on_change=_pick_sample,
-            args=(s,),
             placeholder="uploaded image",
         )
         st.file_uploader(
-            "…or upload an image",
-            type=UPLOAD_TYPES,
-            key="image_upload",
-            on_change=_load_upload,
-            args=(s,),
+            "…or upload an image", type=UPLOAD_TYPES, key="image_upload", on_change=_load_upload
         )
         st.markdown("**Model**")
         infos = registry.list_models()
@@ -543,6 +594,8 @@ def sidebar(s: AppState) -> None:
         if s.model_name not in options:
             options = [s.model_name, *options]
             label[s.model_name] = f"your model: {os.path.basename(s.model_name)}"
+        if st.session_state.get("model_pick") not in options:
+            st.session_state.pop("model_pick", None)
         st.selectbox(
             "Registry",
             options,
@@ -551,8 +604,7 @@ def sidebar(s: AppState) -> None:
             format_func=lambda n: label[n],
         )
         if st.session_state["model_pick"] != s.model_name:
-            s.model_name = st.session_state["model_pick"]
-            s.explanation = s.explanation_auto = None
+            A.set_model(s, st.session_state["model_pick"], None)
         with st.expander("Upload your own model"):
             st.file_uploader(
                 "Model file (.pt2 or TorchScript .pt)", type=["pt2", "pt"], key="model_upload"
@@ -562,9 +614,18 @@ def sidebar(s: AppState) -> None:
         if s.message:
             error(s.message)
         top5(s)
+        st.divider()
+        _recent_list()
+        st.button(
+            "Start fresh",
+            key="start_fresh",
+            on_click=start_fresh,
+            icon=":material/restart_alt:",
+            help="A new, empty analysis of this image; the current one stays under Recent analyses",
+        )
 
 
-def ready_classifier(s: AppState) -> lc.Classifier | None:
+def ready_classifier(s: Analysis) -> lc.Classifier | None:
     """The chosen model, or None with an explanation on the page of why it cannot run."""
     if s.model_name in registry.zoo.ZOO or s.model_name == "demo":
         info = registry.model_info(s.model_name)
@@ -583,13 +644,10 @@ def ready_classifier(s: AppState) -> lc.Classifier | None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _predict(model_name: str, image: np.ndarray) -> np.ndarray:
-    clf = classifier(model_name)
-    logits = clf.predict(image)
-    e = np.exp(logits - logits.max())
-    return e / e.sum()
+    return render.softmax(classifier(model_name).predict(image))
 
 
-def predict(s: AppState, image: np.ndarray) -> np.ndarray | None:
+def predict(s: Analysis, image: np.ndarray) -> np.ndarray | None:
     """Class probabilities for an image, or None (with a message) when the model fails."""
     if ready_classifier(s) is None:
         return None
@@ -600,11 +658,11 @@ def predict(s: AppState, image: np.ndarray) -> np.ndarray | None:
         return None
 
 
-def class_label(s: AppState, index: int) -> str:
+def class_label(s: Analysis, index: int) -> str:
     return classifier(s.model_name).label(index)
 
 
-def top5(s: AppState) -> None:
+def top5(s: Analysis) -> None:
     probs = predict(s, s.image)
     if probs is None:
         return

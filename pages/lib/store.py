@@ -1,0 +1,191 @@
+"""The saved-analysis store: each analysis as one file, bounded in count, size and age.
+
+An analysis is saved under an unguessable id (``secrets.token_urlsafe(24)``: 192 random bits)
+with the account that made it; :meth:`Store.load` gives it back only to that account. The store
+evicts the oldest analyses beyond ``max_analyses`` and forgets those not saved for ``max_age_s``.
+Writes are atomic (a temporary file, then ``os.replace``). Settings come from the environment:
+
+=================================  ============================================  ==============
+``LIMECRAFT_STORE_DIR``            folder of the saved analyses                  per-user temp
+``LIMECRAFT_STORE_MAX_ANALYSES``   analyses kept, all accounts together          500
+``LIMECRAFT_STORE_MAX_AGE_H``      hours an analysis is kept after its last save 168 (7 days)
+``LIMECRAFT_STORE_MAX_MB``         largest saved analysis (a bigger one is       100
+                                   kept in the session only)
+=================================  ============================================  ==============
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Store", "StoreConfig", "new_id"]
+
+ID_BYTES = 24  # 192 random bits; at least 128 are needed to be unguessable
+_ID = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+
+
+def new_id() -> str:
+    """A fresh analysis id, URL-safe, from the OS's secure random source."""
+    return secrets.token_urlsafe(ID_BYTES)
+
+
+def valid_id(aid: object) -> bool:
+    """Whether ``aid`` could be an id (and is safe as a file name)."""
+    return isinstance(aid, str) and bool(_ID.match(aid))
+
+
+def _default_dir() -> str:
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return os.path.join(tempfile.gettempdir(), f"limecraft-analyses-{uid}")
+
+
+def _positive(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1
+    if not v > 0:
+        from limecraft_core import LimecraftError
+
+        raise LimecraftError(f"{name} must be a positive number, not {raw!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """The store's limits (see the module docstring for the environment variables)."""
+
+    folder: str
+    max_analyses: int = 500
+    max_age_s: float = 168 * 3600.0
+    max_bytes: int = 100 * 2**20
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> StoreConfig:
+        env = os.environ if environ is None else environ
+        return cls(
+            folder=env.get("LIMECRAFT_STORE_DIR", "").strip() or _default_dir(),
+            max_analyses=int(_positive(env, "LIMECRAFT_STORE_MAX_ANALYSES", 500)),
+            max_age_s=_positive(env, "LIMECRAFT_STORE_MAX_AGE_H", 168) * 3600.0,
+            max_bytes=int(_positive(env, "LIMECRAFT_STORE_MAX_MB", 100) * 2**20),
+        )
+
+
+class Store:
+    """Saved analyses, one JSON file each: ``{"owner", "saved_at", "analysis"}``.
+
+    Thread-safe within one process; several processes may share the folder (writes are atomic,
+    and a file that vanishes under a reader is simply not found).
+    """
+
+    def __init__(self, config: StoreConfig, clock=time.time) -> None:
+        self.config, self.clock = config, clock
+        self.folder = Path(config.folder)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def _path(self, aid: str) -> Path:
+        if not valid_id(aid):
+            raise ValueError("not an analysis id")
+        return self.folder / f"{aid}.json"
+
+    def save(self, aid: str, owner: str, analysis: str) -> bool:
+        """Save (or replace) analysis ``aid`` for ``owner``; False if it is over ``max_bytes``
+        or ``aid`` already belongs to another account."""
+        if len(analysis) > self.config.max_bytes:
+            return False
+        path = self._path(aid)
+        head = self._owner(path)
+        if head is not None and head != owner:
+            return False
+        now = self.clock()
+        body = json.dumps({"owner": owner, "saved_at": now}, separators=(",", ":"))
+        text = body[:-1] + ',"analysis":' + analysis + "}"
+        with self._lock:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.utime(tmp, (now, now))  # the age counts from the last save
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            self._evict()
+        return True
+
+    def _owner(self, path: Path) -> str | None:
+        """The owner written at the start of a saved file (read without parsing the rest)."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                head = f.read(4096)
+        except OSError:
+            return None
+        m = re.match(r'\{"owner":("(?:[^"\\]|\\.)*")', head)
+        return json.loads(m.group(1)) if m else None
+
+    def load(self, aid: str, owner: str) -> dict | None:
+        """The analysis saved as ``aid`` (its JSON, parsed), or None: unknown, expired, or
+        another account's."""
+        if not valid_id(aid):
+            return None
+        path = self._path(aid)
+        try:
+            if self.clock() - path.stat().st_mtime > self.config.max_age_s:
+                path.unlink(missing_ok=True)
+                return None
+        except OSError:
+            return None
+        if self._owner(path) != owner:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or doc.get("owner") != owner:
+            return None
+        return doc.get("analysis")
+
+    def exists_for_other(self, aid: str, owner: str) -> bool:
+        """Whether ``aid`` is saved but belongs to another account (for a plain message)."""
+        if not valid_id(aid):
+            return False
+        got = self._owner(self._path(aid))
+        return got is not None and got != owner
+
+    def delete(self, aid: str) -> None:
+        if valid_id(aid):
+            self._path(aid).unlink(missing_ok=True)
+
+    def ids(self) -> list[str]:
+        return sorted(p.stem for p in self.folder.glob("*.json") if valid_id(p.stem))
+
+    def _evict(self) -> None:
+        """Forget expired analyses, then the oldest beyond ``max_analyses``."""
+        now = self.clock()
+        entries = []
+        for p in self.folder.glob("*.json"):
+            try:
+                mtime = p.stat().st_mtime
+            except OSError:
+                continue
+            if now - mtime > self.config.max_age_s:
+                p.unlink(missing_ok=True)
+            else:
+                entries.append((mtime, p))
+        entries.sort()
+        for _, p in entries[: max(0, len(entries) - self.config.max_analyses)]:
+            p.unlink(missing_ok=True)
