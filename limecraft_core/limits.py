@@ -22,6 +22,12 @@ class Limit:
     app: tuple[float, float] | None = None  # the app's widget range, when narrower
     unit: str = ""
 
+    def check(self, name: str, value: object) -> int:
+        """``value`` as an int within this range, else a LimecraftError naming the range."""
+        from ._validate import check_int
+
+        return check_int(name, value, int(self.lo), None if self.hi is None else int(self.hi))
+
     def describe(self) -> str:
         """The range as the docs write it, e.g. ``[10, 200000]`` or ``(0, 1]`` or ``> 0``."""
         if self.hi is None:

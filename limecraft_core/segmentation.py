@@ -26,6 +26,7 @@ from ._validate import (
     check_int,
     check_label_map,
 )
+from .limits import LIMITS
 
 __all__ = [
     "METHODS",
@@ -241,7 +242,7 @@ def _check_working_size(working_size: int | str | None, method: str) -> int | No
         return None
     if working_size == "auto":
         return WORKING_SIZES.get(method, DEFAULT_WORKING_SIZE)
-    return check_int("working_size", working_size, 16, 100_000)
+    return LIMITS["working_size"].check("working_size", working_size)
 
 
 def segment(
@@ -288,9 +289,9 @@ def segment(
     img = as_float_image(image)
     check_choice("segmentation method", method, METHODS)
     if n_segments is not None:
-        n_segments = check_int("n_segments", n_segments, 1, 5000)
+        n_segments = LIMITS["n_segments"].check("n_segments", n_segments)
     working_size = _check_working_size(working_size, method)
-    seed = check_int("seed", seed, 0, 2**63 - 1)
+    seed = LIMITS["seed"].check("seed", seed)
     small = _at_working_size(img, working_size)
     labels = _segment_float(small, method, n_segments, params or {}, seed)
     if small.shape[:2] != img.shape[:2]:
@@ -523,12 +524,12 @@ def compose_regions(
     masks = _as_masks(regions_mask, shape)
     names, inner = _hand_settings(len(masks), names, inner_segments)
     if outer_segments is not None:
-        outer_segments = check_int("outer_segments", outer_segments, 1, 5000)
+        outer_segments = LIMITS["outer_segments"].check("outer_segments", outer_segments)
     check_choice("inner method", inner_method, METHODS)
     check_choice("outer method", outer_method, METHODS)
     inner_size = _check_working_size(working_size, inner_method)
     outer_size = _check_working_size(working_size, outer_method)
-    seed = check_int("seed", seed, 0, 2**63 - 1)
+    seed = LIMITS["seed"].check("seed", seed)
     if min_fragment is None:
         min_fragment = max(4, shape[0] * shape[1] // 1000)
     min_fragment = check_int("min_fragment", min_fragment, 0, MAX_PIXELS)
@@ -579,7 +580,7 @@ def _hand_settings(
                 f"{len(inner)} inner_segments values for {n_masks} handcrafted regions"
             )
     return list(names), [
-        None if v is None else check_int("inner_segments", v, 1, 1000) for v in inner
+        None if v is None else LIMITS["inner_segments"].check("inner_segments", v) for v in inner
     ]
 
 
