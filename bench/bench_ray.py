@@ -1,7 +1,7 @@
 """Load on the Ray Serve model side: K sessions explaining at once, through 1 and 2 replicas.
 
 For each replica count, a one-node Ray cluster on loopback is started in a child process
-(``python -m models.serve_app --local``), the demo model is deployed with that many replicas
+(``python -m serving.serve_app --local``), the demo model is deployed with that many replicas
 (1 CPU each, so each replica's torch uses one thread), and K sessions (threads of this
 process, each with its own image, like K browser tabs on one Streamlit replica) explain:
 
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from limecraft_core import explain, segment  # noqa: E402
 from models import demo  # noqa: E402
 from models.registry import load_classifier  # noqa: E402
-from models.remote import RemoteClassifier, RemoteConfig  # noqa: E402
+from serving.remote import RemoteConfig, RemoteScorer  # noqa: E402
 
 
 def _free_port() -> int:
@@ -58,7 +58,7 @@ def _free_port() -> int:
 
 
 class LocalCluster:
-    """``python -m models.serve_app --local`` in a child process; stopped on exit."""
+    """``python -m serving.serve_app --local`` in a child process; stopped on exit."""
 
     def __init__(self, replicas: int, cluster_cpus: int, timeout: float = 180) -> None:
         port = _free_port()
@@ -70,7 +70,7 @@ class LocalCluster:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         }
         env.pop("LIMECRAFT_RAY_ADDRESS", None)
-        cmd = [sys.executable, "-m", "models.serve_app", "--local", str(cluster_cpus)]
+        cmd = [sys.executable, "-m", "serving.serve_app", "--local", str(cluster_cpus)]
         cmd += ["--models", "demo", "--replicas", str(replicas), "--cpus", "1"]
         cmd += ["--http-port", str(port)]
         self.log = tempfile.TemporaryFile()
@@ -111,7 +111,7 @@ class LocalCluster:
         self.close()
 
 
-def replica_stats(clf: RemoteClassifier, replicas: int, tries: int = 40) -> dict[int, dict]:
+def replica_stats(clf: RemoteScorer, replicas: int, tries: int = 40) -> dict[int, dict]:
     """Counters of every replica (each GET reaches one replica; ask until all have answered)."""
     seen: dict[int, dict] = {}
     for _ in range(tries):
@@ -146,7 +146,7 @@ def main() -> None:
     passes = sum(args.samples + 2 * (int(s.max()) + 1) for s in segs)  # model images in all
     rows: list[dict] = []
 
-    local = load_classifier("demo", device="cpu", remote=False)
+    local = load_classifier("demo", device="cpu")
     run(local, 0)  # warm-up
     t = time.perf_counter()
     reference = [run(local, i) for i in range(k)]
@@ -165,7 +165,7 @@ def main() -> None:
         t_start = time.perf_counter()
         with LocalCluster(replicas, args.cluster_cpus) as cluster:
             started = time.perf_counter() - t_start
-            clf = RemoteClassifier("demo", RemoteConfig(cluster.url))
+            clf = RemoteScorer("demo", RemoteConfig(cluster.url))
             for i in range(min(k, 2 * replicas)):
                 run(clf, i)  # warm-up: every replica has run the model
             before = replica_stats(clf, replicas)

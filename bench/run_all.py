@@ -240,7 +240,7 @@ def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dic
     rows[v] = {
         "seconds": sec[v],
         "spearman_vs_fp32": rho(outs[v].weights, ours.weights),
-        "samples_used": outs[v].settings["samples_used"],
+        "samples_used": outs[v].run.samples_used,
     }
     ratios["early stop speedup"] = t_ours / sec[v]
     nd, dd = "limecraft, 8 drawn regions, no dedup", "limecraft, 8 drawn regions, dedup"
@@ -249,7 +249,7 @@ def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dic
         "seconds": sec[dd],
         "spearman_vs_no_dedup": rho(outs[dd].weights, outs[nd].weights),
         "max_abs_diff_vs_no_dedup": float(np.max(np.abs(outs[dd].weights - outs[nd].weights))),
-        "model_passes": outs[dd].settings["model_passes"],
+        "model_passes": outs[dd].run.model_passes,
     }
     ratios["dedup speedup (8 regions)"] = sec[nd] / sec[dd]
     return {

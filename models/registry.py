@@ -3,6 +3,9 @@
 A *name* is ``demo`` (LIMEcraft's offline demo model) or a torchvision zoo name (``resnet50``,
 ...). A *path* is a model file (``.pt2``, TorchScript, or a state_dict with ``arch``). Loaded
 models are cached per process and shared: inference on them is thread-safe.
+
+Everything here runs locally; whether a model runs on a Ray Serve cluster instead is decided
+above, in :func:`serving.load_scorer` (``models`` never imports ``serving``).
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ import torch
 from limecraft_core import Classifier, LimecraftError
 
 from . import zoo
-from .remote import load_remote, remote_config, remote_configured
 
 __all__ = [
     "DEFAULT_MODEL",
     "ModelInfo",
+    "is_registered",
     "list_models",
     "load_classifier",
     "load_module",
@@ -43,6 +46,8 @@ def _default_model() -> str:
 
 #: The app's first model: ``LIMECRAFT_DEFAULT_MODEL`` when set (checked at import), else demo.
 DEFAULT_MODEL = _default_model()
+#: Set when models run on Ray Serve (read by ``serving.remote``; here only for readiness).
+_RAY_ADDRESS_ENV = "LIMECRAFT_RAY_ADDRESS"
 _LOCK = threading.Lock()
 _MODULES: dict[tuple, torch.nn.Module] = {}
 
@@ -94,7 +99,7 @@ def _zoo_info(name: str) -> ModelInfo:
     cached = zoo.is_cached(name)
     if cached:
         reason = ""
-    elif remote_configured():  # the Ray Serve replicas hold the weights
+    elif _served_by_ray():  # the Ray Serve replicas hold the weights
         cached, reason = True, ""
     else:
         reason = (
@@ -113,6 +118,11 @@ def _zoo_info(name: str) -> ModelInfo:
     )
 
 
+def _served_by_ray() -> bool:
+    """Whether ``LIMECRAFT_RAY_ADDRESS`` is set, so registry names run on Ray Serve."""
+    return bool(os.environ.get(_RAY_ADDRESS_ENV, "").strip())
+
+
 def list_models() -> list[ModelInfo]:
     """Every registered name, demo first."""
     return [_demo_info()] + [_zoo_info(n) for n in zoo.ZOO]
@@ -128,6 +138,11 @@ def model_info(name: str) -> ModelInfo:
         f"unknown model {name!r}; registered: {', '.join(m.name for m in list_models())}, "
         "or give a path to a .pt2 / TorchScript .pt file"
     )
+
+
+def is_registered(spec: str) -> bool:
+    """Whether ``spec`` is a registry name (``demo`` or a zoo name), not a model file."""
+    return isinstance(spec, str) and (spec == "demo" or spec in zoo.ZOO)
 
 
 def _is_path(spec: str) -> bool:
@@ -178,7 +193,6 @@ def load_classifier(
     precision: str = "auto",
     arch: str | None = None,
     pretrained: bool = True,
-    remote: bool = True,
     channels_last: bool | None = None,
 ) -> Classifier:
     """A :class:`~limecraft_core.Classifier` for a registry name or a model file.
@@ -187,34 +201,11 @@ def load_classifier(
     arguments override them. Model files default to the size a ``.pt2`` program was traced at
     (else 224 px), no normalisation, and ``class i`` names.
 
-    When ``LIMECRAFT_RAY_ADDRESS`` is set (and ``remote``), a registry name gives a
-    :class:`models.remote.RemoteClassifier` that runs on the Ray Serve deployment of that name;
-    model files always run locally.
+    The model always runs in this process; :func:`serving.load_scorer` picks a Ray Serve
+    deployment instead when ``LIMECRAFT_RAY_ADDRESS`` is set.
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
-    if remote and not (_is_path(spec) or arch is not None):
-        config = remote_config()
-        if config is not None:
-            if input_size is not None or normalize is not None:
-                raise LimecraftError(
-                    "input_size and normalize are the deployment's for a model served by Ray; "
-                    "unset LIMECRAFT_RAY_ADDRESS to override them locally"
-                )
-            model_info(spec)  # raises for unknown names
-            return load_remote(
-                spec,
-                config,
-                labels=labels,
-                local=lambda: load_classifier(
-                    spec,
-                    labels=labels,
-                    device=device,
-                    precision=precision,
-                    pretrained=pretrained,
-                    remote=False,
-                ),
-            )
     module = load_module(spec, arch=arch, pretrained=pretrained)
     if _is_path(spec) or arch is not None:
         size = input_size or getattr(module, "limecraft_input_size", None) or 224

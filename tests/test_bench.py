@@ -70,7 +70,7 @@ def test_load_script_serves_concurrent_sessions_without_errors(tmp_path):
         text=True,
         timeout=600,
         cwd=ROOT,
-        # combine sessions' chunks even on a CPU (by default it does not: see WorkQueue)
+        # combine sessions' chunks even on a CPU (by default it does not: see serving.WorkQueue)
         env={**os.environ, "LIMECRAFT_QUEUE_MAX_BATCH": "200"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -45,7 +45,7 @@ def test_zoo_has_every_required_name_with_offline_metadata():
 def test_every_zoo_name_fails_at_once_without_weights(empty_cache, photo, name):
     t = time.perf_counter()
     with pytest.raises(LimecraftError) as e:
-        explain(photo, name, samples=20)
+        explain(photo, registry.load_classifier(name), samples=20)
     msg = str(e.value)
     assert time.perf_counter() - t < 5
     assert zoo.ZOO[name].filename in msg and str(empty_cache) in msg
@@ -75,8 +75,9 @@ def test_cached_weights_are_used_offline(empty_cache, photo):
     )
     info = registry.model_info("resnet18")
     assert info.ready and info.input_size == 224 and info.num_classes == 1000
-    res = explain(photo, "resnet18", samples=12, segmentation="grid", n_segments=4, batch_size=4)
-    assert res.settings["model"] == "resnet18" and res.settings["normalize"] == "imagenet"
+    clf = registry.load_classifier("resnet18")
+    res = explain(photo, clf, samples=12, segmentation="grid", n_segments=4, batch_size=4)
+    assert res.run.model == "resnet18" and res.run.normalize == "imagenet"
     assert res.class_labels[0] == zoo.ZOO["resnet18"].categories[res.target]
 
 
@@ -114,8 +115,9 @@ def test_pt2_with_dynamic_and_static_batch(tmp_path, photo):
 def test_torchscript_file(tmp_path, photo):
     p = tmp_path / "m.pt"
     torch.jit.script(ChannelMeans(classes=3)).save(str(p))
-    res = explain(photo, str(p), samples=15, input_size=40, segmentation="grid")
-    assert res.settings["input_size"] == [40, 40]
+    clf = registry.load_classifier(str(p), input_size=40)
+    res = explain(photo, clf, samples=15, segmentation="grid")
+    assert res.run.input_size == [40, 40]
 
 
 def test_state_dict_with_architecture(tmp_path, photo):
@@ -202,7 +204,7 @@ def test_output_shape_is_checked(tmp_path, photo):
 
     p = export(Flat(), tmp_path / "flat.pt2")
     with pytest.raises(ModelError, match=r"shape \(N, C\).*returned shape \(\d+,\)"):
-        explain(photo, str(p), samples=12, segmentation="grid")
+        explain(photo, registry.load_classifier(str(p)), samples=12, segmentation="grid")
 
 
 def test_loaded_models_are_shared(tmp_path):

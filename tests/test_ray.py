@@ -1,4 +1,4 @@
-"""The model side on Ray Serve (models/remote.py, models/serve_app.py).
+"""The model side on Ray Serve (serving/remote.py, serving/serve_app.py).
 
 The cluster tests start a real Ray on loopback (its files in a private temp dir, a random auth
 token, nothing under ~/.ray), deploy the demo model with Serve, explain through it, and stop
@@ -24,12 +24,21 @@ import numpy as np
 import pytest
 import torch
 
-from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, explain, segment
+from limecraft_core import (
+    Cancelled,
+    Classifier,
+    LimecraftError,
+    ModelError,
+    Scorer,
+    explain,
+    segment,
+)
 from models import demo
 from models.registry import load_classifier
-from models.remote import (
-    RemoteClassifier,
+from serving import load_scorer
+from serving.remote import (
     RemoteConfig,
+    RemoteScorer,
     decode_arrays,
     encode_arrays,
     pack_masks,
@@ -50,12 +59,12 @@ pytestmark = pytest.mark.filterwarnings(
 
 
 def _serve_app():
-    """models.serve_app; skipped where Ray is not installed, except in CI (requirements.txt)."""
+    """serving.serve_app; skipped where Ray is not installed, except in CI (requirements.txt)."""
     if os.environ.get("CI"):
-        import models.serve_app
+        import serving.serve_app
 
-        return models.serve_app
-    return pytest.importorskip("models.serve_app", reason="ray[serve] is not installed")
+        return serving.serve_app
+    return pytest.importorskip("serving.serve_app", reason="ray[serve] is not installed")
 
 
 def _free_port() -> int:
@@ -76,7 +85,7 @@ def _explain(image: np.ndarray, model, **kw):
 
 @pytest.fixture(scope="module")
 def local_results(images):
-    clf = load_classifier("demo", device="cpu", remote=False)
+    clf = load_classifier("demo", device="cpu")
     return [_explain(im, clf) for im in images]
 
 
@@ -124,7 +133,7 @@ def test_unreachable_cluster_fails_fast_and_clearly():
     port = _free_port()  # nothing listens there
     t0 = time.perf_counter()
     with pytest.raises(ModelError) as e:
-        RemoteClassifier("demo", RemoteConfig(f"http://127.0.0.1:{port}"))
+        RemoteScorer("demo", RemoteConfig(f"http://127.0.0.1:{port}"))
     assert time.perf_counter() - t0 < 3
     msg = str(e.value)
     assert f"127.0.0.1:{port}" in msg and "unreachable" in msg
@@ -147,9 +156,7 @@ def test_silent_cluster_times_out_within_the_connect_timeout():
         try:
             t0 = time.perf_counter()
             with pytest.raises(ModelError, match=f"127.0.0.1:{port}") as e:
-                RemoteClassifier(
-                    "demo", RemoteConfig(f"http://127.0.0.1:{port}", connect_timeout=1)
-                )
+                RemoteScorer("demo", RemoteConfig(f"http://127.0.0.1:{port}", connect_timeout=1))
             assert time.perf_counter() - t0 < 3
             assert "within 1 s" in str(e.value)
         finally:
@@ -158,7 +165,7 @@ def test_silent_cluster_times_out_within_the_connect_timeout():
 
 
 def test_replica_that_never_answers_times_out(flaky_server, monkeypatch):
-    clf = RemoteClassifier("demo", RemoteConfig(flaky_server, read_timeout=1))
+    clf = RemoteScorer("demo", RemoteConfig(flaky_server, read_timeout=1))
     monkeypatch.setattr(_Flaky, "do_POST", lambda self: time.sleep(3))
     masks = np.ones((4, 2), bool)
     img = torch.zeros(3, 128, 128)
@@ -172,12 +179,15 @@ def test_registry_picks_remote_from_env_and_falls_back(monkeypatch, images, loca
     port = _free_port()
     monkeypatch.setenv("LIMECRAFT_RAY_ADDRESS", f"http://127.0.0.1:{port}")
     with pytest.raises(ModelError, match="unreachable"):
-        load_classifier("demo")
-    # Model files and remote=False stay local.
-    assert type(load_classifier("demo", remote=False)) is Classifier
+        load_scorer("demo")
+    # The registry itself is local-only; the deployment's size and normalisation are not
+    # overridden from a front end.
+    assert type(load_classifier("demo")) is Classifier
+    with pytest.raises(LimecraftError, match="deployment's"):
+        load_scorer("demo", input_size=64)
     monkeypatch.setenv("LIMECRAFT_RAY_FALLBACK", "local")
-    clf = load_classifier("demo", device="cpu")
-    assert isinstance(clf, RemoteClassifier)
+    clf = load_scorer("demo", device="cpu")
+    assert isinstance(clf, RemoteScorer)
     assert clf.status.mode == "local fallback" and "unreachable" in clf.status.message
     r = _explain(images[0], clf)
     np.testing.assert_array_equal(r.weights, local_results[0].weights)
@@ -226,21 +236,36 @@ def flaky_server():
 
 
 def test_dying_replica_is_retried_once_then_reported(flaky_server, images, local_results):
-    clf = RemoteClassifier("demo", RemoteConfig(flaky_server))
+    clf = RemoteScorer("demo", RemoteConfig(flaky_server))
     assert clf.precision == "bf16" and clf.input_size == (128, 128)
     with pytest.raises(ModelError, match="a replica may have died") as e:
         _explain(images[0], clf)
     assert "LIMECRAFT_RAY_FALLBACK=local" in str(e.value)
     assert _Flaky.scores == 2  # one retry
     # With the fallback, the whole explanation reruns locally: the same as local.
-    fallback = RemoteClassifier(
+    fallback = RemoteScorer(
         "demo",
         RemoteConfig(flaky_server, fallback="local"),
-        local=lambda: load_classifier("demo", device="cpu", remote=False),
+        local=lambda: load_classifier("demo", device="cpu"),
     )
     r = _explain(images[0], fallback)
     np.testing.assert_array_equal(r.weights, local_results[0].weights)
     assert fallback.status.mode == "local fallback"
+
+
+def test_remote_scorer_is_a_scorer_by_composition(flaky_server, monkeypatch):
+    clf = RemoteScorer("demo", RemoteConfig(flaky_server), labels=["a", "b"])
+    assert isinstance(clf, Scorer) and not isinstance(clf, Classifier)
+    assert not issubclass(RemoteScorer, Classifier)
+    assert not hasattr(clf, "model")  # no stand-in local model
+    assert clf.device == torch.device("cpu") and clf.channels_last is False
+    assert (clf.name, clf.normalize, clf.precision) == ("demo", "none", "bf16")
+    assert clf.labels == ("a", "b") and clf.label(1) == "b" and clf.label(7) == "class 7"
+    assert clf.remote_device == "cuda" and clf.chunk == 64
+    # What a deployment says about itself is checked at the door.
+    monkeypatch.setitem(_Flaky.info, "normalize", "zscore")
+    with pytest.raises(LimecraftError, match="normalize must be one of"):
+        RemoteScorer("demo", RemoteConfig(flaky_server))
 
 
 def test_deployment_declares_resources():
@@ -274,7 +299,7 @@ def test_deployment_declares_resources():
 def cluster():
     """A Ray cluster on loopback serving the demo model, in a child process; stopped afterwards.
 
-    ``python -m models.serve_app --local`` runs Ray in its own process, so that Ray's auth
+    ``python -m serving.serve_app --local`` runs Ray in its own process, so that Ray's auth
     settings, threads and warnings stay out of pytest's. Its files go to a private temp dir;
     a random token in its environment keeps Ray from writing ~/.ray/auth_token.
     """
@@ -289,7 +314,7 @@ def cluster():
     }
     env.pop("LIMECRAFT_RAY_ADDRESS", None)
     # A long batch window so that concurrent sessions' chunks meet (the default is 10 ms).
-    cmd = [sys.executable, "-m", "models.serve_app", "--local", "4", "--models", "demo"]
+    cmd = [sys.executable, "-m", "serving.serve_app", "--local", "4", "--models", "demo"]
     cmd += ["--http-port", str(port), "--batch-wait", "0.2"]
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
@@ -335,11 +360,11 @@ def _wait_ready(proc: subprocess.Popen, deadline: float) -> dict | None:
     return None
 
 
-def _remote(url: str, **kw) -> RemoteClassifier:
-    return RemoteClassifier(
+def _remote(url: str, **kw) -> RemoteScorer:
+    return RemoteScorer(
         "demo",
         RemoteConfig(url, **kw),
-        local=lambda: load_classifier("demo", device="cpu", remote=False),
+        local=lambda: load_classifier("demo", device="cpu"),
     )
 
 
@@ -350,11 +375,13 @@ def test_remote_equals_local(cluster, images, local_results):
     assert clf.remote_device == "cpu"
     done = []
     r = _explain(images[0], clf, progress=lambda d, t: done.append((d, t)))
+    # the engine used the scorer as it is (not wrapped as a model that scores images)
+    assert r.run.model == "demo" and r.run.input_size == [128, 128]
     np.testing.assert_allclose(r.weights, local_results[0].weights, rtol=0, atol=1e-6)
     np.testing.assert_allclose(r.deltas, local_results[0].deltas, rtol=0, atol=1e-6)
     assert r.target == local_results[0].target
     assert done[-1][0] == done[-1][1] and len(done) > 2  # progress per chunk
-    local = load_classifier("demo", device="cpu", remote=False)
+    local = load_classifier("demo", device="cpu")
     np.testing.assert_allclose(clf.predict(images[1]), local.predict(images[1]), atol=1e-5)
 
 
@@ -387,12 +414,14 @@ def test_two_sessions_share_forward_passes(cluster, images, local_results):
 @pytest.mark.slow
 def test_registry_uses_the_cluster_from_env(cluster, monkeypatch, images, local_results):
     monkeypatch.setenv("LIMECRAFT_RAY_ADDRESS", cluster)
-    clf = load_classifier("demo")
-    assert isinstance(clf, RemoteClassifier) and clf.status.mode == "remote"
-    r = _explain(images[1], "demo")  # a name goes through the registry too
+    clf = load_scorer("demo")
+    assert isinstance(clf, RemoteScorer) and clf.status.mode == "remote"
+    before = clf.stats()["requests"]
+    r = _explain(images[1], clf)
+    assert clf.stats()["requests"] > before  # scored on the cluster
     np.testing.assert_allclose(r.weights, local_results[1].weights, rtol=0, atol=1e-6)
     with pytest.raises(ModelError, match="no deployment"):
-        load_classifier("resnet18")  # registered, but not deployed on this cluster
+        load_scorer("resnet18")  # registered, but not deployed on this cluster
 
 
 @pytest.mark.slow
@@ -437,7 +466,7 @@ def test_compose_overlay_runs_a_head_gpu_workers_and_front_ends():
     assert front["LIMECRAFT_RAY_ADDRESS"] == "http://ray-head:8000"
     head = " ".join(services["ray-head"]["command"])
     assert "ray start --head" in head and "--num-gpus=0" in head
-    deploy = head.split("python -m models.serve_app", 1)[1].split("&&")[0]
+    deploy = head.split("python -m serving.serve_app", 1)[1].split("&&")[0]
     env = services["ray-head"]["environment"]
     for name in ("LIMECRAFT_MODELS", "LIMECRAFT_REPLICAS"):  # "${NAME:-default}" -> default
         deploy = deploy.replace(f"$${name}", env[name].split(":-", 1)[1].rstrip("}"))

@@ -1,4 +1,5 @@
-"""The shared work queue: equal results, cross-session batching, fairness, drops and bounds."""
+"""The shared work queue (serving/workqueue.py): equal results, cross-session batching,
+fairness, drops and bounds, and the queued scorer's composition over the one it wraps."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, explain
-from limecraft_core.workqueue import QueuedClassifier, WorkQueue
+from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, Scorer, explain
+from serving.workqueue import QueuedScorer, WorkQueue
 from tests.toys import LinearPixels
 
 KW = dict(samples=200, segmentation="grid", n_segments=9, input_size=32, batch_size=20)
@@ -44,10 +45,30 @@ def shared(model: torch.nn.Module) -> Classifier:
     return Classifier(model, input_size=32, device="cpu")
 
 
+def test_queued_scorer_holds_the_scorer_it_wraps(queue):
+    clf = Classifier(LinearPixels((32, 32)), input_size=32, labels=["a", "b"], device="cpu")
+    before = dict(vars(clf))
+    q = QueuedScorer(clf, queue)
+    assert isinstance(q, Scorer) and not isinstance(q, Classifier)
+    assert not issubclass(QueuedScorer, Classifier)
+    assert q.inner is clf and not hasattr(q, "model")
+    for attr in ("name", "device", "input_size", "normalize", "precision", "channels_last"):
+        assert getattr(q, attr) is getattr(clf, attr), attr
+    assert q.label(1) == "b" and q.label(5) == "class 5"
+    assert vars(clf) == before  # the wrapped scorer is left as it was
+    clf.name = "renamed"  # read through, not copied
+    assert q.name == "renamed"
+    with pytest.raises(AttributeError):
+        q.input_size = (64, 64)  # read-only: the inner scorer owns its settings
+    # The worker needs a scorer that scores composed images here; a queued one does not.
+    with pytest.raises(LimecraftError, match="scores composed images"):
+        QueuedScorer(q, queue)
+
+
 def test_queued_equals_local(photo, queue):
     clf = shared(LinearPixels((32, 32)))
     local = explain(photo, clf, **KW)
-    remote = explain(photo, QueuedClassifier(clf, queue), **KW)
+    remote = explain(photo, QueuedScorer(clf, queue), **KW)
     np.testing.assert_allclose(remote.weights, local.weights, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(remote.deltas, local.deltas, rtol=1e-6, atol=1e-7)
     assert queue.forward_calls >= 1 and queue.pending() == 0
@@ -67,7 +88,7 @@ def test_two_sessions_share_forward_passes(photo):
     def session(i: int, img: np.ndarray) -> None:
         try:
             barrier.wait()
-            results[i] = explain(img, QueuedClassifier(clf, queue), dedup=False, **KW).weights
+            results[i] = explain(img, QueuedScorer(clf, queue), dedup=False, **KW).weights
         except BaseException as e:  # reported below
             errors.append(e)
 
@@ -126,7 +147,7 @@ def test_closed_session_work_is_dropped(photo, queue):
         if done >= 40:
             state["open"] = False  # the user closed the tab
 
-    clf = QueuedClassifier(shared(model), queue, alive=lambda: state["open"])
+    clf = QueuedScorer(shared(model), queue, alive=lambda: state["open"])
     with pytest.raises(Cancelled):
         explain(photo, clf, progress=progress, dedup=False, **KW)
     assert queue.pending() == 0
@@ -142,7 +163,7 @@ def test_cancel_drops_pending_chunks(photo, queue):
         return calls["n"] > 3
 
     with pytest.raises(Cancelled):
-        explain(photo, QueuedClassifier(shared(model), queue), cancel=cancel, dedup=False, **KW)
+        explain(photo, QueuedScorer(shared(model), queue), cancel=cancel, dedup=False, **KW)
     assert queue.pending() == 0 and sum(model.sizes) < 200
 
 
@@ -160,9 +181,9 @@ def test_model_error_reaches_the_session_and_the_queue_goes_on(photo, queue):
 
     clf = shared(Flaky())
     with pytest.raises(ModelError, match="boom"):
-        explain(photo, QueuedClassifier(clf, queue), dedup=False, **KW)
+        explain(photo, QueuedScorer(clf, queue), dedup=False, **KW)
     assert queue.pending() == 0
-    ok = explain(photo, QueuedClassifier(clf, queue), dedup=False, **KW)
+    ok = explain(photo, QueuedScorer(clf, queue), dedup=False, **KW)
     assert np.isfinite(ok.weights).all()
 
 

@@ -1,7 +1,7 @@
-"""A classifier whose forward passes run on a Ray Serve deployment (``models/serve_app.py``).
+"""A scorer whose forward passes run on a Ray Serve deployment (``serving/serve_app.py``).
 
-The front end (a Streamlit replica, the CLI) keeps the engine; only
-:meth:`~limecraft_core.Classifier.run_masks` goes over the network. It sends the image, the fill
+The front end (a Streamlit replica) keeps the engine; only
+:meth:`~limecraft_core.Scorer.run_masks` goes over the network. It sends the image, the fill
 and the label map once (a *scene*, content-addressed by its digest), then the (N, K) binary masks
 in chunks, packed to bits: a few hundred bytes per chunk instead of the perturbed images (1000
 images of 224x224 are 150 MB). A replica composes the perturbations next to the model with the
@@ -16,7 +16,7 @@ Configuration (environment)
     Serve's HTTP address, e.g. ``http://ray-head:8000``. Unset: models run locally (the default).
 ``LIMECRAFT_RAY_FALLBACK``
     ``local``: when the cluster is unreachable, or a replica dies and the retry fails, run on
-    the local model and say so in the log and in :attr:`RemoteClassifier.status`. Default
+    the local model and say so in the log and in :attr:`RemoteScorer.status`. Default
     ``none``: raise :class:`~limecraft_core.ModelError` with what to do.
 ``LIMECRAFT_RAY_ROUTE``
     Route prefix of the deployments (``/limecraft``); model ``m`` is served at ``ROUTE/m``.
@@ -50,14 +50,17 @@ import torch
 import torch.nn.functional as F
 
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
+from limecraft_core._validate import as_float_image, check_choice, check_int
+from limecraft_core.classifier import NORMALIZATIONS
+from models import registry
 
 __all__ = [
-    "RemoteClassifier",
     "RemoteConfig",
+    "RemoteScorer",
     "RemoteStatus",
     "decode_arrays",
     "encode_arrays",
-    "load_remote",
+    "load_scorer",
     "pack_masks",
     "remote_config",
     "remote_configured",
@@ -245,7 +248,7 @@ class _UnknownScene(Exception):
 
 @dataclass(frozen=True)
 class RemoteStatus:
-    """Where a remote classifier's work runs now.
+    """Where a remote scorer's work runs now.
 
     Attributes
     ----------
@@ -261,16 +264,12 @@ class RemoteStatus:
     message: str
 
 
-def _unreachable_model(batch: torch.Tensor) -> torch.Tensor:
-    raise ModelError("a remote classifier has no local model")
+class RemoteScorer:
+    """A :class:`~limecraft_core.Scorer` that runs on a Ray Serve deployment.
 
-
-class RemoteClassifier(Classifier):
-    """A :class:`~limecraft_core.Classifier` that runs on a Ray Serve deployment.
-
-    Only :meth:`run_masks` and :meth:`__call__` differ from a local classifier; input size,
-    normalisation, class names and precision are the deployment's. Tensors in and out are on
-    the CPU. Thread-safe: one instance serves every session of a process.
+    Input size, normalisation, class names and precision are the deployment's, read from it
+    once. Tensors in and out are on the CPU (``device``). Thread-safe: one instance serves
+    every session of a process.
 
     Parameters
     ----------
@@ -284,7 +283,14 @@ class RemoteClassifier(Classifier):
     ------
     ModelError
         If the cluster cannot be reached and there is no fallback, or it does not serve ``name``.
+    LimecraftError
+        If the deployment describes itself with values that are out of range.
     """
+
+    #: Where the engine puts the scene tensors: they are sent to the replica from here.
+    device = torch.device("cpu")
+    #: Nothing runs here in a memory format; recorded in the settings like a local model's.
+    channels_last = False
 
     def __init__(
         self,
@@ -294,6 +300,7 @@ class RemoteClassifier(Classifier):
         labels: list[str] | tuple[str, ...] | None = None,
         local: Callable[[], Classifier] | None = None,
     ) -> None:
+        self.name = name
         self.config = config
         self._local_factory = local
         self._local: Classifier | None = None
@@ -317,25 +324,35 @@ class RemoteClassifier(Classifier):
                 "chunk": 64,
                 "max_batch_images": 128,
             }
-        super().__init__(
-            _unreachable_model,
-            input_size=tuple(info["input_size"]) if info["input_size"] else None,
-            normalize=info["normalize"],
-            labels=labels if labels is not None else info["labels"],
-            device="cpu",
-            precision="fp32",
-            channels_last=False,
-            name=name,
+        size = info["input_size"]
+        self.input_size: tuple[int, int] | None = (
+            (check_int("input_size", size[0], 8, 4096), check_int("input_size", size[1], 8, 4096))
+            if size
+            else None
         )
+        self.normalize = check_choice("normalize", info["normalize"], tuple(NORMALIZATIONS))
+        names = labels if labels is not None else info["labels"]
+        self._labels = tuple(names) if names is not None else None
         self.precision = str(info["precision"])  # what the replicas run in
         self.remote_device = str(info["device"])
         self.chunk = int(min(info["chunk"], info["max_batch_images"]))
 
     def __repr__(self) -> str:
         return (
-            f"RemoteClassifier(name={self.name!r}, address={self.config.address!r}, "
+            f"RemoteScorer(name={self.name!r}, address={self.config.address!r}, "
             f"input_size={self.input_size}, remote_device={self.remote_device!r})"
         )
+
+    def label(self, index: int) -> str:
+        """Name of class ``index``."""
+        if self._labels is not None and 0 <= index < len(self._labels):
+            return self._labels[index]
+        return f"class {index}"
+
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """Class names, if known."""
+        return self._labels
 
     # ------------------------------------------------------------------ status and fallback
 
@@ -350,7 +367,7 @@ class RemoteClassifier(Classifier):
     def _explain_failure(self, name: str, e: Exception) -> str:
         return (
             f"the Ray Serve cluster at {self.config.address} could not run model {name!r}: {e}. "
-            f"Check that the cluster is up and serves it (python -m models.serve_app --models "
+            f"Check that the cluster is up and serves it (python -m serving.serve_app --models "
             f"{name}), unset {ENV_ADDRESS} to run locally, or set {ENV_FALLBACK}=local"
         )
 
@@ -478,7 +495,7 @@ class RemoteClassifier(Classifier):
         except _UnknownScene:  # another replica, or evicted: send the scene with this chunk
             return self._score(fields, scene)
 
-    # ------------------------------------------------------------------ the classifier
+    # ------------------------------------------------------------------ the scorer
 
     def run_masks(
         self,
@@ -494,8 +511,8 @@ class RemoteClassifier(Classifier):
     ) -> torch.Tensor:
         """Scores for the perturbations ``masks`` of ``image``, computed on the cluster.
 
-        Same arguments and result as :meth:`Classifier.run_masks`. Chunks hold the
-        deployment's chunk size (``batch_size`` is the front end's and is not used);
+        Same arguments and result as :meth:`limecraft_core.Scorer.run_masks`. Chunks hold
+        the deployment's chunk size (``batch_size`` is the front end's and is not used);
         ``progress`` and ``cancel`` act per chunk. With ``fallback="local"`` a failure reruns
         all the masks locally, so one explanation never mixes two models' precisions.
         """
@@ -575,9 +592,9 @@ class RemoteClassifier(Classifier):
     def __call__(self, batch: torch.Tensor) -> torch.Tensor:
         """Scores for a (B, 3, H, W) [0, 1] batch: resized here, normalised and run remotely."""
         if len(batch) > _CALL_WARN and not self._warned_call:
-            self._warned_call = True  # e.g. a local WorkQueue wrapped around this classifier
+            self._warned_call = True  # e.g. a local WorkQueue wrapped around this scorer
             log.warning(
-                "RemoteClassifier %r got %d composed images to score: they travel over the "
+                "RemoteScorer %r got %d composed images to score: they travel over the "
                 "network; call run_masks (masks only) instead",
                 self.name,
                 len(batch),
@@ -597,13 +614,63 @@ class RemoteClassifier(Classifier):
 
         return self._with_fallback(remote, lambda clf: clf(batch.to(clf.device)))
 
+    def predict(self, images: np.ndarray, batch_size: int = 32) -> np.ndarray:
+        """Raw scores for images given as arrays, like :meth:`limecraft_core.Classifier.predict`.
 
-def load_remote(
-    name: str,
-    config: RemoteConfig,
-    *,
-    labels: list[str] | tuple[str, ...] | None = None,
-    local: Callable[[], Classifier] | None = None,
-) -> RemoteClassifier:
-    """A :class:`RemoteClassifier` for a registry name (see :func:`models.registry.load_classifier`)."""
-    return RemoteClassifier(name, config, labels=labels, local=local)
+        Parameters
+        ----------
+        images : (H, W, 3) or (B, H, W, 3) uint8 ndarray, or float in [0, 1]
+        batch_size : int, images per call of :meth:`__call__`
+
+        Returns
+        -------
+        (C,) or (B, C) float32 ndarray.
+        """
+        single = images.ndim == 3
+        batch = [as_float_image(im) for im in (images[None] if single else images)]
+        outs = []
+        for i in range(0, len(batch), batch_size):
+            chunk = np.stack(batch[i : i + batch_size]).transpose(0, 3, 1, 2)
+            outs.append(self(torch.from_numpy(np.ascontiguousarray(chunk))))
+        out = torch.cat(outs).numpy()
+        return out[0] if single else out
+
+
+def load_scorer(spec: str, **kwargs: Any) -> RemoteScorer | Classifier:
+    """The scorer for a model: on Ray Serve when it is configured, else a local Classifier.
+
+    This is where remote or local is chosen. With ``LIMECRAFT_RAY_ADDRESS`` set, a registry
+    name gives a :class:`RemoteScorer` for the deployment of that name, whose local fallback
+    (``LIMECRAFT_RAY_FALLBACK=local``) is :func:`models.registry.load_classifier`. Otherwise,
+    and for model files, it is that local classifier.
+
+    Parameters
+    ----------
+    spec : str, a registry name or a model file path
+    **kwargs
+        Those of :func:`models.registry.load_classifier` (``labels``, ``device``,
+        ``precision``, ...). For a served model ``labels`` overrides the deployment's class
+        names and the others configure the local fallback.
+
+    Raises
+    ------
+    LimecraftError
+        For an unknown name, a bad configuration, or ``input_size`` / ``normalize`` given for
+        a model the cluster serves (those are the deployment's).
+    ModelError
+        If the cluster cannot serve the model and there is no fallback.
+    """
+    config = remote_config()
+    if config is None or kwargs.get("arch") is not None or not registry.is_registered(spec):
+        return registry.load_classifier(spec, **kwargs)
+    if kwargs.get("input_size") is not None or kwargs.get("normalize") is not None:
+        raise LimecraftError(
+            "input_size and normalize are the deployment's for a model served by Ray; "
+            f"unset {ENV_ADDRESS} to override them locally"
+        )
+    return RemoteScorer(
+        spec,
+        config,
+        labels=kwargs.get("labels"),
+        local=lambda: registry.load_classifier(spec, **kwargs),
+    )

@@ -15,7 +15,7 @@ pass of up to ``max_batch_images`` images. Replicas declare a GPU fraction by mo
 (:data:`GPU_FRACTION`: four small models share a GPU) and scale by ``num_replicas`` or
 autoscaling. Deploy on a running cluster::
 
-    python -m models.serve_app --address auto --models demo,resnet50 --replicas 2
+    python -m serving.serve_app --address auto --models demo,resnet50 --replicas 2
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from starlette.responses import JSONResponse, Response
 
 from limecraft_core import Classifier, LimecraftError, ModelError
 from limecraft_core.perturbation import compose_batch, default_batch_size
+from models.registry import load_classifier, model_info
 
 from . import remote as wire
-from .registry import load_classifier, model_info
 
 __all__ = [
     "GPU_FRACTION",
@@ -144,9 +144,9 @@ class LimecraftModel:
         max_batch_images: int | None = None,
         batch_wait_s: float = 0.01,
     ) -> None:
-        # A replica always runs its model here, whatever LIMECRAFT_RAY_ADDRESS says.
+        # A replica always runs its model here (the registry is local-only).
         self.clf: Classifier = load_classifier(
-            model, device=device, precision=precision, pretrained=pretrained, remote=False
+            model, device=device, precision=precision, pretrained=pretrained
         )
         size = self.clf.input_size or (224, 224)
         if chunk is None:  # the engine's batch size; half on a GPU, where 4 chunks make a batch
@@ -490,9 +490,9 @@ def serve_local(
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m models.serve_app``."""
+    """The command line of ``python -m serving.serve_app``."""
     ap = argparse.ArgumentParser(
-        prog="python -m models.serve_app",
+        prog="python -m serving.serve_app",
         description="Deploy LIMEcraft's models on a running Ray cluster (Ray Serve).",
     )
     ap.add_argument("--address", default="auto", help="Ray address (auto: the local node's)")

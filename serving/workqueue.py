@@ -3,16 +3,20 @@
 Each Explain hands its perturbations over as chunks of binary masks (a few KB each) together
 with its image, fill and label map. One worker thread per queue owns the device: it takes the
 next chunk of each waiting job in turn (round-robin, so a long job does not starve a short one),
-composes their images next to the model, and runs chunks of the same classifier and input size
-through the model in one forward pass. The results go back to each job in order.
+composes their images next to the model, and runs chunks of the same model and input size
+through it in one forward pass. The results go back to each job in order.
 
 A job whose session has gone (its ``alive`` callable returns False), or that was cancelled, is
 dropped before its next chunk. The queue holds at most ``max_jobs`` jobs; one more is refused
 with a message that says how many are waiting.
 
     queue = WorkQueue()
-    clf = QueuedClassifier(shared_classifier, queue, alive=lambda: session_is_open)
-    explain(image, clf, ...)            # as usual; the forward passes go through the queue
+    scorer = QueuedScorer(shared_classifier, queue, alive=lambda: session_is_open)
+    explain(image, scorer, ...)         # as usual; the forward passes go through the queue
+
+:class:`QueuedScorer` is a :class:`~limecraft_core.Scorer` that holds the scorer it queues for
+(any :class:`BatchScorer`, e.g. a :class:`~limecraft_core.Classifier`) and forwards its
+attributes; it copies and moves nothing.
 """
 
 from __future__ import annotations
@@ -24,15 +28,30 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
-from ._validate import Cancelled, LimecraftError, check_int
-from .classifier import Classifier
-from .perturbation import compose_batch
+from limecraft_core import Scorer
+from limecraft_core._validate import Cancelled, LimecraftError, check_int
+from limecraft_core.perturbation import compose_batch
 
-__all__ = ["QueueStatus", "QueuedClassifier", "WorkQueue"]
+__all__ = ["BatchScorer", "QueueStatus", "QueuedScorer", "WorkQueue"]
+
+
+@runtime_checkable
+class BatchScorer(Scorer, Protocol):
+    """A :class:`~limecraft_core.Scorer` that also scores composed images in this process.
+
+    The queue's worker composes the perturbations next to the model and calls
+    ``scorer(batch)``: (B, 3, h, w) float32 in [0, 1] on ``device`` -> (B, C) scores there.
+    A :class:`~limecraft_core.Classifier` is one.
+    """
+
+    def __call__(self, batch: torch.Tensor) -> torch.Tensor:
+        """Scores for a batch of composed images."""
+        ...
 
 
 @dataclass
@@ -44,7 +63,7 @@ class _Chunk:
 @dataclass
 class _Job:
     id: int
-    clf: Classifier
+    model: BatchScorer
     image: torch.Tensor
     fill: torch.Tensor
     labels: torch.Tensor
@@ -91,7 +110,7 @@ class WorkQueue:
 
     def submit(
         self,
-        clf: Classifier,
+        model: BatchScorer,
         image: torch.Tensor,
         fill: torch.Tensor,
         labels: torch.Tensor,
@@ -101,8 +120,11 @@ class WorkQueue:
         expand: int = 0,
         alive: Callable[[], bool] | None = None,
     ) -> tuple[int, list[Future]]:
-        """Queue one job: ``masks`` in chunks of ``chunk``. Returns its id and one future per
-        chunk, each resolving to that chunk's (B, C) scores on the device."""
+        """Queue one job: ``masks`` in chunks of ``chunk``, scored by ``model(batch)``.
+
+        Returns its id and one future per chunk, each resolving to that chunk's (B, C) scores
+        on the device. Chunks of the same ``model`` (the same object) may share a forward pass.
+        """
         chunks = deque(_Chunk(masks[i : i + chunk]) for i in range(0, len(masks), chunk))
         with self._cv:
             if self._closed:
@@ -112,7 +134,7 @@ class WorkQueue:
                     f"the server is busy: {len(self._jobs)} explanations are waiting (at most "
                     f"{self.max_jobs}); try again in a minute"
                 )
-            job = _Job(next(self._ids), clf, image, fill, labels, expand, alive, chunks)
+            job = _Job(next(self._ids), model, image, fill, labels, expand, alive, chunks)
             futures = [c.future for c in chunks]
             if chunks:
                 self._jobs.append(job)
@@ -166,7 +188,7 @@ class WorkQueue:
             self._worker.start()
 
     def _take(self) -> list[tuple[_Job, _Chunk]]:
-        """The next chunk of each job in turn, for one classifier and size, up to max_batch."""
+        """The next chunk of each job in turn, for one model and size, up to max_batch."""
         with self._cv:
             while not self._jobs and not self._closed:
                 self._cv.wait()
@@ -186,7 +208,7 @@ class WorkQueue:
             taken: list[tuple[_Job, _Chunk]] = []
             size = 0
             for job in list(self._jobs):
-                if job.clf is not first.clf or tuple(job.image.shape) != shape:
+                if job.model is not first.model or tuple(job.image.shape) != shape:
                     continue
                 c = job.chunks[0]
                 if taken and size + len(c.masks) > limit:
@@ -221,7 +243,7 @@ class WorkQueue:
                 c.future.set_result(out)
 
     def _forward(self, taken: list[tuple[_Job, _Chunk]]) -> list[torch.Tensor]:
-        clf = taken[0][0].clf
+        model = taken[0][0].model
         image = taken[0][0].image
         sizes = [len(c.masks) for _, c in taken]
         batch = torch.empty((sum(sizes), *image.shape), dtype=image.dtype, device=image.device)
@@ -232,7 +254,7 @@ class WorkQueue:
                 job.image, job.fill, job.labels, m, out=batch[start : start + n], expand=job.expand
             )
             start += n
-        out = clf(batch)
+        out = model(batch)
         self.forward_calls += 1
         self.images += len(batch)
         if len({id(j) for j, _ in taken}) > 1:
@@ -247,30 +269,76 @@ def _safe(alive: Callable[[], bool]) -> bool:
         return False
 
 
-class QueuedClassifier(Classifier):
-    """A shared Classifier whose forward passes go through a :class:`WorkQueue`.
+class QueuedScorer:
+    """A shared scorer whose forward passes go through a :class:`WorkQueue`.
 
-    It is what one session uses for one Explain; many of them can share one classifier and one
-    queue. ``on_wait(status)`` is called while the job waits, e.g. to show the queue position.
+    It is what one session uses for one Explain; many of them can share one scorer and one
+    queue. It holds ``inner`` and reads its attributes through (nothing is copied or moved).
+
+    Parameters
+    ----------
+    inner : BatchScorer, e.g. the process's shared :class:`~limecraft_core.Classifier`
+    queue : WorkQueue
+    alive : callable() -> bool, optional; False once the session has gone (its work is dropped)
+    on_wait : callable(QueueStatus), optional; called while the job waits, e.g. to show the
+        queue position
+    poll_s : float, seconds between checks of ``cancel`` and ``on_wait`` while waiting
+
+    Raises
+    ------
+    LimecraftError
+        If ``inner`` cannot score a batch of composed images here (it is not a BatchScorer).
     """
 
     def __init__(
         self,
-        inner: Classifier,
+        inner: BatchScorer,
         queue: WorkQueue,
         *,
         alive: Callable[[], bool] | None = None,
         on_wait: Callable[[QueueStatus], None] | None = None,
         poll_s: float = 0.1,
     ) -> None:
-        # Share everything with the inner classifier; do not move or copy the model.
-        self.__dict__.update(inner.__dict__)
+        if not isinstance(inner, BatchScorer):
+            raise LimecraftError(
+                f"the work queue needs a scorer that scores composed images in this process "
+                f"(a Classifier); got {type(inner).__name__}. A remote scorer batches on its "
+                f"cluster: pass it to explain directly"
+            )
         self.inner, self.queue, self.alive, self.on_wait = inner, queue, alive, on_wait
         self.poll_s = poll_s
         self.job_id: int | None = None
 
-    def __call__(self, batch: torch.Tensor) -> torch.Tensor:
-        return self.inner(batch)
+    def __repr__(self) -> str:
+        return f"QueuedScorer({self.inner!r})"
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def device(self) -> torch.device:
+        return self.inner.device
+
+    @property
+    def input_size(self) -> tuple[int, int] | None:
+        return self.inner.input_size
+
+    @property
+    def normalize(self) -> str:
+        return self.inner.normalize
+
+    @property
+    def precision(self) -> str:
+        return self.inner.precision
+
+    @property
+    def channels_last(self) -> bool:
+        return self.inner.channels_last
+
+    def label(self, index: int) -> str:
+        """Name of class ``index``."""
+        return self.inner.label(index)
 
     def run_masks(
         self,
@@ -284,13 +352,20 @@ class QueuedClassifier(Classifier):
         cancel: Callable[[], bool] | None = None,
         expand: int = 0,
     ) -> torch.Tensor:
+        """Scores of the perturbations ``masks``, computed by the queue's worker.
+
+        Same arguments and result as :meth:`limecraft_core.Scorer.run_masks`; ``batch_size``
+        is the chunk size. ``cancel`` and a closed session stop the job between chunks (raising
+        :class:`~limecraft_core.Cancelled`); a cancelled, closed or failed job's pending chunks
+        are dropped from the queue.
+        """
         if len(masks) == 0:
             return torch.empty(0)
         job, futures = self.queue.submit(
             self.inner, image, fill, labels, masks, batch_size, expand=expand, alive=self.alive
         )
         self.job_id = job
-        result: torch.Tensor | None = None  # one allocation for all scores (see run_masks)
+        result: torch.Tensor | None = None  # one allocation for all the scores
         done = 0
         try:
             for f in futures:
