@@ -175,9 +175,18 @@ def test_json_round_trip(photo):
     assert np.array_equal(back.segments, res.segments)
     assert np.allclose(back.class_weights, res.class_weights)
     assert back.classes == res.classes and back.region_keys == res.region_keys
-    assert back.settings == res.settings
+    assert back.config == res.config and back.run == res.run
     d = res.to_dict()
-    assert {"settings", "image", "target", "intercept", "score", "regions", "timings"} <= set(d)
+    assert {
+        "settings",
+        "run",
+        "image",
+        "target",
+        "intercept",
+        "score",
+        "regions",
+        "timings",
+    } <= set(d)
     assert set(d["timings"]) >= {"segmentation_s", "sampling_s", "total_s"}
     assert d["image"] == {"width": 128, "height": 96}
     assert set(d["regions"][0]) >= {"id", "pixels", "weight", "delta"}
@@ -217,7 +226,7 @@ def test_progress_and_cancel(photo):
         n_segments=4,
         progress=lambda d, t: calls.append((d, t)),
     )
-    assert calls[-1][0] == calls[-1][1] == e.settings["model_passes"] <= 16
+    assert calls[-1][0] == calls[-1][1] == e.run.model_passes <= 16
     n = {"batches": 0}
 
     def cancel():
@@ -284,7 +293,7 @@ def test_a_classifier_object_is_used_as_is(photo):
     clf = Classifier(ChannelMeans(), input_size=32, labels=["a", "b", "c", "d"], name="toy")
     res = explain(photo, clf, samples=20, segmentation="grid")
     assert res.class_labels[0] in "abcd"
-    assert res.settings["model"] == "toy" and res.settings["input_size"] == [32, 32]
+    assert res.run.model == "toy" and res.run.input_size == [32, 32]
 
 
 def test_out_of_memory_halves_the_batch_and_retries(photo):

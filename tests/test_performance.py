@@ -41,8 +41,8 @@ def test_dedup_is_exact_and_skips_repeated_masks(photo):
     model.batches.clear()
     fast = explain(photo, model, **kw)
     passes_fast = sum(len(b) for b in model.batches)
-    assert passes_plain == 300 + 2 * 4 == plain.settings["model_passes"]
-    assert passes_fast == fast.settings["model_passes"] <= 2**4
+    assert passes_plain == 300 + 2 * 4 == plain.run.model_passes
+    assert passes_fast == fast.run.model_passes <= 2**4
     np.testing.assert_allclose(fast.weights, plain.weights, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fast.deltas, plain.deltas, rtol=1e-5, atol=1e-6)
 
@@ -54,10 +54,10 @@ def test_early_stop_stops_when_halves_agree_and_keeps_the_ranking(photo):
     )
     full = explain(photo, model, **kw)
     early = explain(photo, model, early_stop=0.9, early_stop_step=200, **kw)
-    info = early.trust["early_stop"]
-    assert info["stopped"] and early.settings["samples_used"] == info["samples_used"] < 3000
-    assert info["checks"][-1]["kendall_w"] >= 0.9
-    assert early.settings["samples"] == 3000
+    info = early.trust.early_stop
+    assert info.stopped and early.run.samples_used == info.samples_used < 3000
+    assert info.checks[-1].kendall_w >= 0.9
+    assert early.config.sampling.samples == 3000
     rho = spearmanr(early.weights, full.weights).statistic
     assert rho >= 0.9
 
@@ -78,10 +78,10 @@ def test_early_stop_runs_to_the_end_when_the_model_is_noise(photo):
         early_stop_step=100,
         output_space="raw",
     )
-    info = e.trust["early_stop"]
-    assert not info["stopped"] and info["samples_used"] == 600
-    assert len(info["checks"]) == 600 // 100 - 2  # checked from 200 on, not at the end
-    assert all(c["kendall_w"] < 0.95 for c in info["checks"])
+    info = e.trust.early_stop
+    assert not info.stopped and info.samples_used == 600
+    assert len(info.checks) == 600 // 100 - 2  # checked from 200 on, not at the end
+    assert all(c.kendall_w < 0.95 for c in info.checks)
 
 
 @pytest.mark.parametrize("bad", [0, -0.1, 1.5, "x"])
@@ -167,7 +167,8 @@ def test_bf16_autocast_and_channels_last_reach_the_model_on_cpu(photo):
     assert seen[-1] == (False, torch.float32)
     fast = explain(photo, Probe(), precision="bf16", channels_last=True, **kw)
     assert seen[-1] == (True, torch.bfloat16)
-    assert fast.settings["precision"] == "bf16" and fast.settings["channels_last"] is True
+    assert fast.run.precision == "bf16" and fast.run.channels_last is True
+    assert fast.config.speed.precision == "bf16" and fast.config.speed.channels_last is True
     assert spearmanr(fast.weights, fp32.weights).statistic >= 0.8
 
 

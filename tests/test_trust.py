@@ -70,16 +70,16 @@ def test_additive_model_is_perfectly_stable(photo):
         convergence=[50, 100, 200],
         compute_deltas=False,
     )
-    st = res.trust["stability"]
-    assert st["kendall_w"] == pytest.approx(1.0)
-    assert st["sign_flips"] == 0.0 and st["jaccard_top5"] == 1.0
-    assert st["verdict"] == "stable" and res.verdict == "stable"
-    assert res.trust["convergence"]["needed"] == 50
+    st = res.trust.stability
+    assert st.kendall_w == pytest.approx(1.0)
+    assert st.sign_flips == 0.0 and st.jaccard_top5 == 1.0
+    assert st.verdict == "stable" and res.verdict == "stable"
+    assert res.trust.convergence.needed == 50
     # the exact weights do not depend on the kernel either
-    sweep = np.array(res.trust["kernel_sweep"]["weights"])
+    sweep = np.array(res.trust.kernel_sweep.weights)
     assert (
         np.allclose(sweep, sweep[0], rtol=1e-4, atol=1e-6)
-        and res.trust["kernel_sweep"]["sensitive"] == []
+        and res.trust.kernel_sweep.sensitive == []
     )
 
 
@@ -93,7 +93,7 @@ def test_a_deliberately_unstable_setup_is_flagged(photo):
         repeats=5,
         compute_deltas=False,
     )
-    assert res.trust["stability"]["verdict"] == "unstable"
+    assert res.trust.stability.verdict == "unstable"
 
 
 def test_repeats_share_one_batched_pass(photo):
@@ -119,23 +119,25 @@ def test_repeats_share_one_batched_pass(photo):
 
 def test_deletion_beats_random_on_the_demo_model():
     from models import demo
+    from models.registry import load_classifier
 
+    model = load_classifier("demo")
     better = 0
     images = demo.generate(6, seed=31, mode="conflict")
     for s in images:
         res = explain(
             s.image,
-            "demo",
+            model,
             regions_mask=s.tag_mask,
             samples=400,
             faithfulness=True,
             compute_deltas=False,
         )
-        f = res.trust["faithfulness"]
-        assert len(f["deletion"]) == res.n_regions + 1
-        assert f["deletion"][0] == pytest.approx(res.predictions[0], abs=1e-5)
-        better += f["deletion_auc"] < f["random_deletion_auc"]
-        assert f["heldout_r2"] is not None
+        f = res.trust.faithfulness
+        assert len(f.deletion) == res.n_regions + 1
+        assert f.deletion[0] == pytest.approx(res.predictions[0], abs=1e-5)
+        better += f.deletion_auc < f.random_deletion_auc
+        assert f.heldout_r2 is not None
     assert better == len(images)
 
 
@@ -155,9 +157,10 @@ def test_fill_comparison_and_json_keys(photo):
     assert {"kendall_w", "jaccard_top5", "sign_flips", "verdict"} <= set(d["stability"])
     assert {"deletion_auc", "insertion_auc"} <= set(d["faithfulness"])
     assert d["fills"]["fills"] == ["mean", "blur", "inpaint"]
-    assert len(d["fills"]["spearman"]) == 3 and d["settings"]["mask_expansion"] == 2
+    assert len(d["fills"]["spearman"]) == 3 and d["settings"]["fill"]["mask_expansion"] == 2
     back = Explanation.from_json(res.to_json())
-    assert back.trust["stability"] == d["stability"] and back.verdict == res.verdict
+    assert back.trust.stability.to_dict() == d["stability"] and back.verdict == res.verdict
+    assert back.trust == res.trust
 
 
 def test_mask_expansion_grows_hidden_areas():
