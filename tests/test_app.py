@@ -28,6 +28,11 @@ def png(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_STORE_DIR", str(tmp_path / "store"))
+
+
 def state(at):
     return at.session_state["app"]
 
@@ -49,7 +54,7 @@ def test_explain_works_at_once(at):
     button(at, "Explain").click().run()
     assert not at.exception
     ex = state(at).explanation
-    assert ex is not None and ex.settings["samples"] == 1000 and ex.settings["model"] == "demo"
+    assert ex is not None and ex.config.sampling.samples == 1000 and ex.run.model == "demo"
     assert any("Explained" in s.value for s in at.success)
     assert any("surrogate fidelity" in m.value for m in at.markdown)
 
@@ -61,23 +66,22 @@ def test_settings_reach_the_engine(at):
     at.run()
     button(at, "Explain").click().run()
     ex = state(at).explanation
-    assert (
-        ex.settings["samples"] == 200 and ex.settings["fill"] == "gray" and ex.settings["seed"] == 7
-    )
+    assert ex.config.sampling.samples == 200 and ex.config.fill.fill == "gray"
+    assert ex.config.sampling.seed == 7
 
 
 def test_speed_options_reach_the_engine(at):
     at.number_input(key="set_samples").set_value(3000)
-    at.checkbox(key="set_early").check()
+    at.number_input(key="set_early_stop").set_value(0.9)
     at.selectbox(key="set_precision").set_value("bf16")
     at.run()
     button(at, "Explain").click().run()
     assert not at.exception
     ex = state(at).explanation
-    assert ex.settings["precision"] == "bf16" and ex.settings["channels_last"] is True
-    assert ex.settings["early_stop"] == 0.9 and "early_stop" in ex.trust
+    assert ex.config.speed.precision == "bf16" and ex.run.channels_last is True
+    assert ex.config.sampling.early_stop == 0.9 and ex.trust.early_stop is not None
     # the demo model's explanation is stable long before 3000 samples
-    assert ex.settings["samples_used"] < 3000
+    assert ex.run.samples_used < 3000
     assert any("stopped early" in s.value for s in at.success)
 
 
@@ -181,14 +185,15 @@ def test_sessions_are_separate(at):
 def test_trust_page_runs_the_checks(at):
     at.switch_page("pages/app_pages/trust.py").run()
     assert not at.exception
-    at.number_input(key="tr_samples").set_value(300)
-    at.number_input(key="tr_repeats").set_value(3)
+    at.number_input(key="set_samples").set_value(300)
+    at.number_input(key="set_repeats").set_value(3)
     at.run()
     button(at, "Check the explanation").click().run()
     assert not at.exception
     ex = state(at).trust_explanation
-    assert ex is not None and ex.settings["repeats"] == 3
-    assert {"stability", "convergence", "kernel_sweep", "faithfulness", "fills"} <= set(ex.trust)
+    assert ex is not None and ex.config.trust.repeats == 3
+    t = ex.trust
+    assert None not in (t.stability, t.convergence, t.kernel_sweep, t.faithfulness, t.fills)
     assert any("over 3 repeats" in m.value for m in at.markdown)
 
 

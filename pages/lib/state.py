@@ -59,10 +59,14 @@ def with_regions(image: np.ndarray, hand: list[HandRegion], alpha: float = 0.35)
 # ----------------------------------------------------------------------------- the session
 
 
-@st.cache_resource
 def store() -> Store:
-    """The saved-analysis store of this process (``LIMECRAFT_STORE_*``)."""
-    return Store(StoreConfig.from_env())
+    """The saved-analysis store (``LIMECRAFT_STORE_*``), one per setting in this process."""
+    return _store(StoreConfig.from_env())
+
+
+@st.cache_resource
+def _store(config: StoreConfig) -> Store:
+    return Store(config)
 
 
 def owner() -> str:

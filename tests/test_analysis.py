@@ -1,0 +1,468 @@
+"""The session's analysis: one value, its actions, its file format, and the app flows around it
+(saved as you work, reloaded, owned, kept when the image changes, exported and restored)."""
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+from toys import LinearPixels
+
+import limecraft_core as lc
+from limecraft_core.edits import Edit, apply_edits
+from models.samples import load_sample, sample_names
+from pages.lib import analysis as A
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+CRAFT = "pages/app_pages/craft.py"
+EXPLAIN = "pages/app_pages/explain.py"
+INSPECT = "pages/app_pages/inspect.py"
+EXPORT = "pages/app_pages/export.py"
+
+
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_STORE_DIR", str(tmp_path / "store"))
+
+
+# ----------------------------------------------------------------------------- the value
+
+
+def _explained(image: np.ndarray, regions: lc.Regions) -> lc.Explanation:
+    model = LinearPixels(image.shape[:2], classes=3)
+    return lc.explain(image, model, segments=regions, samples=60, seed=0, repeats=2)
+
+
+@pytest.fixture
+def full(quadrants) -> A.Analysis:
+    """An analysis with every part filled in."""
+    a = A.new(quadrants, "quad.png", source="upload")
+    a.id = "not-saved-in-the-file"
+    m = np.zeros(quadrants.shape[:2], bool)
+    m[2:10, 2:10] = True
+    A.add_region(a, m, "square")
+    m2 = np.zeros_like(m)
+    m2[20:30, 20:30] = True
+    A.add_region(a, m2, "")
+    A.set_segmentation(a, A.SegSettings("grid", 9, "segment", ()))
+    seg = A.segmentation_config(a)
+    regions, _ = lc.stages.prepare_regions(
+        lc._validate.as_float_image(quadrants),
+        seg,
+        regions_mask=[h.mask for h in a.hand],
+        names=[h.name for h in a.hand],
+    )
+    A.merge(a, regions, [2, 3], "pair")
+    A.apply_edit(a, Edit("color", 0, hue=60))
+    A.apply_edit(a, Edit("move", 1, dx=3, dy=-2, fill="gray"))
+    merged = lc.merge_by_keys(regions, a.merges[0].keys, "pair")
+    cfg = A.APP_CONFIG.replace(samples=60, repeats=2)
+    ex = _explained(quadrants, merged)
+    A.set_explanation(a, ex, cfg)
+    a.trust_explanation = ex
+    edited = apply_edits(quadrants, merged.labels, a.edits)
+    A.set_edited(a, edited.image, _explained(edited.image, lc.regions_from_labels(edited.labels)))
+    a.selected = frozenset({"auto:1"})
+    return a
+
+
+def test_the_value_round_trips_with_edits_and_results(full):
+    text = A.to_json(full)
+    d = json.loads(text)
+    assert d["format"] == "limecraft-analysis" and d["format_version"] == 1
+    assert "not-saved-in-the-file" not in text  # the id is the store's, not the value's
+    back = A.from_json(text)
+    assert np.array_equal(back.image, full.image) and back.image_name == "quad.png"
+    assert [(h.name, h.inner, h.colour, h.uid) for h in back.hand] == [
+        (h.name, h.inner, h.colour, h.uid) for h in full.hand
+    ]
+    assert all(np.array_equal(b.mask, f.mask) for b, f in zip(back.hand, full.hand, strict=True))
+    assert back.hand[1].name == "region 2"
+    assert back.merges == full.merges and back.merges[0].name == "pair"
+    assert back.seg == full.seg and back.selected == full.selected
+    assert back.edits == full.edits
+    assert back.config == full.config
+    for got, want in (
+        (back.explanation, full.explanation),
+        (back.trust_explanation, full.trust_explanation),
+        (back.edited_explanation, full.edited_explanation),
+    ):
+        assert np.array_equal(got.class_weights, want.class_weights)
+        assert got.region_names == want.region_names and got.config == want.config
+        assert got.trust.stability.verdict == want.trust.stability.verdict
+    assert np.array_equal(back.edited_image, full.edited_image)
+    assert A.to_json(back) == text  # the same value again: the same text
+
+
+def test_the_fingerprint_follows_every_change(full):
+    before = A.fingerprint(full)
+    full.hand[0].mask[0, 0] = True
+    assert A.fingerprint(full) != before
+    before = A.fingerprint(full)
+    A.undo_edit(full)
+    assert A.fingerprint(full) != before
+    before = A.fingerprint(full)
+    full.message = "session only"
+    full.canvas_version += 1
+    assert A.fingerprint(full) == before
+
+
+def test_actions_keep_the_value_consistent(quadrants):
+    a = A.new(quadrants, "q")
+    with pytest.raises(lc.LimecraftError, match="Nothing is drawn"):
+        A.add_region(a, np.zeros((32, 32), bool))
+    with pytest.raises(lc.LimecraftError, match="32x32"):
+        A.add_region(a, np.ones((8, 8), bool))
+    h = A.add_region(a, np.eye(32, dtype=bool), "diagonal")
+    a.selected = frozenset({"auto:0"})
+    A.update_region(a, h.uid, "line", 3)
+    assert a.hand[0].name == "line" and a.hand[0].inner == 3 and not a.selected
+    assert A.segmentation_config(a).inner_segments == (3,)
+    assert A.segmentation_config(a, handcrafted=False).inner_segments is None
+    ex = _explained(quadrants, lc.regions_from_labels(np.arange(32 * 32).reshape(32, 32) // 256))
+    A.set_explanation(a, ex, A.APP_CONFIG)
+    A.set_model(a, "another")
+    assert a.explanation is None  # the results were the old model's
+    A.delete_region(a, h.uid)
+    assert a.hand == [] and not A.has_work(a)
+    assert A.summary(a) == "q · no changes"
+
+
+def test_a_plain_explanation_restores_with_its_regions_and_settings(quadrants):
+    a = A.new(quadrants, "q")
+    labels = np.arange(32 * 32).reshape(32, 32) // 256
+    ex = _explained(quadrants, lc.regions_from_labels(labels, ["a", "b", "c", "d"]))
+    ex = lc.Explanation.from_json(ex.to_json())
+    A.restore_explanation(a, ex)
+    assert a.restored.names == ("a", "b", "c", "d") and a.explanation is ex
+    assert a.config.sampling.samples == 60  # within the app's range (50..20000)
+    big = A.new(np.zeros((40, 40, 3), np.uint8), "other")
+    with pytest.raises(lc.LimecraftError, match="load the same image first"):
+        A.restore_explanation(big, ex)
+
+
+def _bad(full, change) -> str:
+    d = json.loads(A.to_json(full))
+    change(d)
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d: d.update(format="something"), "not a LIMEcraft analysis"),
+        (lambda d: d.update(format_version=99), "format_version"),
+        (lambda d: d["image"].update(png="!!!"), "not base64"),
+        (lambda d: d["image"].update(png="aGVsbG8="), "image"),
+        (lambda d: d["regions"][0].update(mask=d["image"]["tag_mask"] or "eA=="), "mask"),
+        (lambda d: d["regions"][0].update(colour="chartreuse"), "colour"),
+        (lambda d: d["regions"][0].update(inner=10**9), "inner"),
+        (lambda d: d["regions"][0].update(uid="../x"), "uid"),
+        (lambda d: d["segmentation"].update(method="magic"), "segmentation method"),
+        (lambda d: d["segmentation"].update(params=[["evil", 1]]), "params"),
+        (lambda d: d["edits"][0].update(hue=999), "hue"),
+        (lambda d: d["edits"][0].update(__class__="x"), "unknown field"),
+        (lambda d: d["settings"]["sampling"].update(samples="many"), "settings"),
+        (lambda d: d["results"]["explanation"].update(classes=[]), "results.explanation"),
+        (lambda d: d.update(edits=[d["edits"][0]] * (A.MAX_EDITS + 1)), "at most"),
+        (lambda d: d.update(regions={"not": "a list"}), "regions must be a list"),
+    ],
+)
+def test_a_bad_file_is_refused_with_a_clear_message(full, change, says):
+    with pytest.raises(lc.LimecraftError, match=says):
+        A.from_json(_bad(full, change))
+
+
+def test_a_mask_that_would_inflate_past_the_pixel_limit_is_refused_unread(full):
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    np.savez_compressed(buf, a=np.zeros((8000, 8000), bool))  # 64 MP: over MAX_PIXELS
+    bomb = base64.b64encode(buf.getvalue()).decode()
+    text = _bad(full, lambda d: d["regions"][0].update(mask=bomb))
+    with pytest.raises(lc.LimecraftError, match="at most"):
+        A.from_json(text)
+    with pytest.raises(lc.LimecraftError, match="nested too deeply|not a JSON"):
+        A.from_json("[" * 100_000)
+
+
+# ----------------------------------------------------------------------------- app flows
+
+
+def run_app(query: dict | None = None, user=None, secrets=None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    if secrets is not None:
+        at.secrets.update(secrets)
+    if user is not None:
+        at.user = user
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def image_captions(at) -> list[str]:
+    """The captions of every picture on the page (st.image has no AppTest accessor)."""
+    out = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            if type(child).__name__ == "Image":
+                out.extend(i.caption for i in child.proto.imgs)
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
+def explain(at, samples: int = 100, repeats: int = 1) -> lc.Explanation:
+    at.switch_page(EXPLAIN).run()
+    at.number_input(key="set_samples").set_value(samples)
+    at.number_input(key="set_repeats").set_value(repeats)
+    at.run()
+    button(at, "Explain").click().run()
+    assert not at.exception, at.exception
+    return at.session_state["app"].explanation
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", lc.METHODS)
+def test_the_recorded_segmentation_is_the_one_chosen_on_craft(method):
+    at = run_app()
+    at.switch_page(CRAFT).run()
+    at.selectbox(key="seg_method").set_value(method)
+    at.slider(key="seg_n").set_value(12)
+    at.run()
+    assert not at.exception, at.exception
+    ex = explain(at)
+    seg = ex.config.segmentation
+    assert seg.method == method and seg.n_segments == 12
+    assert seg.working_size == A.working_size(method)
+    assert ex.run.handcrafted == 0
+    # the CLI's own region stage, given the recorded settings, makes the same regions
+    s = at.session_state["app"]
+    again, _ = lc.stages.prepare_regions(lc._validate.as_float_image(s.image), seg)
+    assert np.array_equal(again.labels, ex.segments)
+
+
+@pytest.mark.slow
+def test_handcrafted_regions_are_recorded_and_survive_export_and_restore():
+    at = run_app()
+    at.switch_page(CRAFT).run()
+    at.selectbox(key="seg_method").set_value("grid")
+    at.run()
+    button(at, "Add the tag as a region").click().run()
+    ex = explain(at)
+    seg = ex.config.segmentation
+    assert seg.method == "grid" and seg.inner_segments == (1,) and seg.outer_segments == 40
+    assert ex.run.handcrafted == 1 and ex.region_names[0] == "tag"
+    text = A.to_json(at.session_state["app"])
+
+    other = run_app()
+    other.switch_page(EXPORT).run()
+    other.file_uploader(key="restore_upload").set_value(
+        ("a.json", text.encode(), "application/json")
+    ).run()
+    assert not other.exception, other.exception
+    s = other.session_state["app"]
+    assert [h.name for h in s.hand] == ["tag"] and s.seg.method == "grid"
+    assert np.array_equal(s.explanation.class_weights, ex.class_weights)
+    other.switch_page(EXPLAIN).run()
+    assert any("(1 handcrafted, grid superpixels)" in c for c in image_captions(other))
+    again = explain(other)
+    assert again.config.segmentation == seg and again.run.handcrafted == 1
+    assert np.array_equal(again.segments, ex.segments)
+
+
+@pytest.mark.slow
+def test_a_restored_plain_explanation_counts_its_handcrafted_regions():
+    at = run_app()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    ex = explain(at)
+    other = run_app()
+    other.switch_page(EXPORT).run()
+    other.file_uploader(key="restore_upload").set_value(
+        ("e.json", ex.to_json().encode(), "application/json")
+    ).run()
+    other.switch_page(EXPLAIN).run()
+    assert not other.exception
+    assert any("(1 handcrafted" in c for c in image_captions(other))
+    assert any("1 handcrafted" in s.value for s in other.success)
+
+
+@pytest.mark.slow
+def test_a_reload_brings_the_analysis_back():
+    at = run_app()
+    aid = (
+        at.query_params["a"][0] if isinstance(at.query_params["a"], list) else at.query_params["a"]
+    )
+    assert len(aid) * 6 >= 128
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.text_input(key=f"hname-{at.session_state['app'].hand[0].uid}").input("the tag").run()
+    at.switch_page(INSPECT).run()
+    at.radio(key="edit_kind").set_value("remove").run()
+    button(at, "Apply edit").click().run()
+    ex = explain(at)
+
+    again = run_app({"a": aid})  # a new session on the same URL: what a reload is
+    s = again.session_state["app"]
+    assert s.id == aid and [h.name for h in s.hand] == ["the tag"]
+    assert [e.kind for e in s.edits] == ["remove"]
+    assert np.array_equal(s.explanation.class_weights, ex.class_weights)
+    assert any("surrogate fidelity" in m.value for m in again.markdown)
+    # an id that is not saved: a plain message and a fresh analysis
+    lost = run_app({"a": "x" * 32})
+    assert lost.session_state["app"].hand == []
+    assert any("not saved here" in e.value for e in lost.sidebar.error)
+
+
+OIDC = {
+    "auth": {
+        "redirect_uri": "http://localhost:8501/oauth2callback",
+        "cookie_secret": "a-test-cookie-secret-of-some-length",
+        "client_id": "test-client",
+        "client_secret": "test-secret",
+        "server_metadata_url": "https://id.example.org/.well-known/openid-configuration",
+    }
+}
+
+
+@pytest.mark.slow
+def test_an_analysis_opens_only_for_the_account_that_made_it(monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_AUTH", "oidc")
+    monkeypatch.setenv("LIMECRAFT_ALLOWED_EMAILS", "@example.org")
+    ada = {"is_logged_in": True, "email": "ada@example.org", "name": "Ada"}
+    eve = {"is_logged_in": True, "email": "eve@example.org", "name": "Eve"}
+    at = run_app(user=ada, secrets=OIDC)
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.run()
+    aid = at.session_state["app"].id
+
+    stranger = run_app({"a": aid}, user=eve, secrets=OIDC)
+    s = stranger.session_state["app"]
+    assert s.hand == [] and s.id != aid  # nothing of Ada's
+    assert any("belongs to another account" in e.value for e in stranger.sidebar.error)
+    stranger.run()
+    assert run_app({"a": aid}, user=ada, secrets=OIDC).session_state["app"].hand[0].name == "tag"
+
+
+@pytest.mark.slow
+def test_signing_out_forgets_the_analysis(monkeypatch):
+    from pages.lib import auth
+
+    password = "correct horse battery staple"
+    monkeypatch.setenv("LIMECRAFT_AUTH", "password")
+    monkeypatch.setenv("LIMECRAFT_PASSWORD_HASH", auth.hash_password(password))
+    at = run_app()
+    at.text_input(key="auth_password").input(password)
+    at.button[0].click().run()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    old = at.session_state["app"].id
+    at.sidebar.button(key="auth_sign_out").click().run()
+    assert "app" not in at.session_state and "a" not in at.query_params
+    assert [b.label for b in at.button] == ["Sign in"]
+    at.text_input(key="auth_password").input(password)
+    at.button[0].click().run()
+    s = at.session_state["app"]
+    assert s.hand == [] and s.id != old
+
+
+@pytest.mark.slow
+def test_a_new_image_keeps_the_previous_analysis_in_recent():
+    at = run_app()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    first = at.session_state["app"]
+    photo = load_sample("coffee").image[:120, :160]
+    buf = io.BytesIO()
+    Image.fromarray(photo).save(buf, format="PNG")
+    at.sidebar.file_uploader(key="image_upload").set_value(
+        ("coffee.png", buf.getvalue(), "image/png")
+    ).run()
+    assert not at.exception, at.exception
+    s = at.session_state["app"]
+    assert s.image_name == "coffee.png" and s.hand == [] and s.id != first.id
+    back = [b for b in at.sidebar.button if b.label.startswith(first.image_name)]
+    assert back and "1 region" in back[0].label
+    back[0].click().run()
+    s = at.session_state["app"]
+    assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
+    # the uploaded image's analysis is not lost either: it had no work, so it is simply gone,
+    # while this one, with work, waits in the list when the gallery changes the image
+    at.selectbox(key="sample_pick").set_value(sample_names()[1]).run()
+    assert at.session_state["app"].image_name == sample_names()[1]
+    at.selectbox(key="sample_pick").set_value(sample_names()[0]).run()
+    s = at.session_state["app"]
+    assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
+
+
+@pytest.mark.slow
+def test_switching_gallery_images_and_back_keeps_the_results():
+    at = run_app()
+    ex = explain(at)
+    at.selectbox(key="sample_pick").set_value("chelsea").run()
+    assert at.session_state["app"].explanation is None
+    at.selectbox(key="sample_pick").set_value(sample_names()[0]).run()
+    assert at.session_state["app"].explanation is ex
+    assert any("surrogate fidelity" in m.value for m in at.markdown)
+
+
+@pytest.mark.slow
+def test_start_fresh_starts_a_new_analysis_and_keeps_the_old_one():
+    at = run_app()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    old = at.session_state["app"].id
+    at.sidebar.button(key="start_fresh").click().run()
+    s = at.session_state["app"]
+    assert s.hand == [] and s.id != old and at.query_params["a"] in (s.id, [s.id])
+    assert any("1 region" in b.label for b in at.sidebar.button)
+
+
+@pytest.mark.slow
+def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
+    at = run_app({})
+    at.selectbox(key="sample_pick").set_value("demo-conflict-2").run()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.switch_page(INSPECT).run()
+    at.slider(key="e_hue-0").set_value(60).run()
+    assert any("now" in m.value for m in at.markdown if m.value.startswith("Top class:"))
+    button(at, "Apply edit").click().run()
+    s = at.session_state["app"]
+    assert [e.describe() for e in s.edits] == ["recolour region 0 (hue +60°)"]
+    hue = next(sl for sl in at.slider if sl.label == "Hue (degrees)")
+    assert hue.value == 0 and hue.key != "e_hue-0"  # the pending controls start from no change
+    assert any("tag" in m.value for m in at.markdown if "Applied edits" in m.value)
+    button(at, "Explain the edited image").click().run()
+    assert not at.exception, at.exception
+    labels = lc.stages.prepare_regions(
+        lc._validate.as_float_image(s.image),
+        A.segmentation_config(s),
+        regions_mask=[h.mask for h in s.hand],
+        names=[h.name for h in s.hand],
+    )[0].labels
+    want = apply_edits(s.image, labels, [Edit("color", 0, hue=60)]).image
+    assert np.array_equal(s.edited_image, want)
+    assert len(s.edits) == 1
+    assert "the explained image" in image_captions(at)
+    # undo: the explanation no longer matches the preview, and says so
+    button(at, "Undo").click().run()
+    assert any("edits changed" in i.value for i in at.info)
+    # another image: no stale message about the other analysis' edits
+    at.selectbox(key="sample_pick").set_value("chelsea").run()
+    at.run()
+    assert not any("edits changed" in i.value for i in at.info)
