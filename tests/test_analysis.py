@@ -186,7 +186,7 @@ def test_a_mask_that_would_inflate_past_the_pixel_limit_is_refused_unread(full):
     text = _bad(full, lambda d: d["regions"][0].update(mask=bomb))
     with pytest.raises(lc.LimecraftError, match="at most"):
         A.from_json(text)
-    with pytest.raises(lc.LimecraftError, match="nested too deeply|not a JSON"):
+    with pytest.raises(lc.LimecraftError, match=r"nested too deeply|not a JSON"):
         A.from_json("[" * 100_000)
 
 
