@@ -211,9 +211,10 @@ class Classifier:
 
         The engine sends the image, the fill and the label map once, plus the (N, K) binary
         masks; the perturbed images are composed next to the model. This local version streams
-        them through :func:`limecraft_core.perturbation.run_masks`. A remote or queued
-        classifier overrides this method to compose and run elsewhere (e.g. on a Ray Serve
-        replica, or in a work queue shared by sessions), with the same arguments and result.
+        them through :func:`limecraft_core.perturbation.run_masks`. This is the
+        :class:`~limecraft_core.scorer.Scorer` protocol's method: ``serving.QueuedScorer`` (a
+        work queue shared by sessions) and ``serving.RemoteScorer`` (a Ray Serve replica)
+        implement it too, composing and running elsewhere with the same arguments and result.
 
         Returns
         -------

@@ -52,9 +52,8 @@ def case_linear():
 
 def case_demo_handcrafted():
     """The demo model, the planted tag as a handcrafted region cut in 2, the rest as ~10 SLIC."""
-    from models.samples import load_sample
-
     from limecraft_core import explain
+    from models.samples import load_sample
 
     s = load_sample("demo-conflict-1")
     return explain(
@@ -73,9 +72,8 @@ def case_demo_handcrafted():
 
 def case_trust():
     """Repeats, convergence, faithfulness, a kernel sweep and a fill comparison in one run."""
-    from models.samples import load_sample
-
     from limecraft_core import explain
+    from models.samples import load_sample
 
     s = load_sample("demo-conflict-2")
     return explain(
@@ -96,9 +94,8 @@ def case_trust():
 
 def case_early_stop():
     """Stopping early when two halves agree; the sample that ran is the one recorded."""
-    from models.samples import load_sample
-
     from limecraft_core import explain
+    from models.samples import load_sample
 
     s = load_sample("demo-conflict-1")
     return explain(
@@ -126,14 +123,25 @@ def numbers(ex) -> dict:
     """What must not change: every number of the result, and the segmentation."""
     d = ex.to_dict(include_segments=False)
     return {
-        "segments_sha": __import__("hashlib").sha256(
-            np.ascontiguousarray(ex.segments.astype(np.int32)).tobytes()
-        ).hexdigest(),
+        "segments_sha": __import__("hashlib")
+        .sha256(np.ascontiguousarray(ex.segments.astype(np.int32)).tobytes())
+        .hexdigest(),
         "n_regions": ex.n_regions,
         "region_names": list(ex.region_names),
         "classes": d["classes"],
         "top_predictions": d["top_predictions"],
-        "trust": {k: d[k] for k in ("stability", "convergence", "kernel_sweep", "faithfulness", "fills", "early_stop") if k in d},
+        "trust": {
+            k: d[k]
+            for k in (
+                "stability",
+                "convergence",
+                "kernel_sweep",
+                "faithfulness",
+                "fills",
+                "early_stop",
+            )
+            if k in d
+        },
         "samples_used": d["run"]["samples_used"],
         "model_passes": d["run"]["model_passes"],
     }
