@@ -198,17 +198,17 @@ CLI_BAD = [
     # parameters: every message names the valid range
     ("samples-too-few", ["--samples", "5"], r"samples must be in \[10, 200000\]"),
     ("samples-too-many", ["--samples", "300000"], r"samples must be in \[10, 200000\]"),
-    ("samples-zero", ["--samples", "0"], "at least 1"),
-    ("samples-text", ["--samples", "many"], "must be an integer"),
+    ("samples-zero", ["--samples", "0"], r"samples must be in \[10, 200000\], got 0"),
+    ("samples-text", ["--samples", "many"], "--samples: cannot read 'many'"),
     ("seed-negative", ["--seed", "-1"], r"seed must be in \[0, "),
     ("kernel-width-zero", ["--kernel-width", "0"], "> 0"),
-    ("kernel-width-nan", ["--kernel-width", "nan"], ">= 0"),
+    ("kernel-width-nan", ["--kernel-width", "nan"], r"kernel_width must be in > 0.*, got nan"),
     ("kernel-widths-negative", ["--kernel-widths", "0.25,-1"], ">= 0|> 0"),
-    ("ridge-alpha-negative", ["--ridge-alpha", "-1"], ">= 0"),
-    ("ridge-alpha-huge", ["--ridge-alpha", "1e7"], r"ridge_alpha must be in \[0.0, 1000000.0\]"),
-    ("top-labels-zero", ["--top-labels", "0"], "at least 1"),
+    ("ridge-alpha-negative", ["--ridge-alpha", "-1"], r"ridge_alpha must be in \[0, 1000000.0\]"),
+    ("ridge-alpha-huge", ["--ridge-alpha", "1e7"], r"ridge_alpha must be in \[0, 1000000.0\]"),
+    ("top-labels-zero", ["--top-labels", "0"], r"top_labels must be in \[1, 100\], got 0"),
     ("top-labels-too-many", ["--top-labels", "101"], r"top_labels must be in \[1, 100\]"),
-    ("batch-size-zero", ["--batch-size", "0"], "at least 1"),
+    ("batch-size-zero", ["--batch-size", "0"], r"batch_size must be in \[1, 65536\], got 0"),
     ("batch-size-huge", ["--batch-size", "100000"], r"batch_size must be in \[1, 65536\]"),
     ("n-segments-huge", ["--n-segments", "6000"], r"n_segments must be in \[1, 5000\]"),
     (
@@ -232,11 +232,11 @@ CLI_BAD = [
         ["--repeats", "2", "--convergence", "5"],
         r"convergence size must be in \[10, ",
     ),
-    ("convergence-text", ["--convergence", "a,b"], "integers"),
+    ("convergence-text", ["--convergence", "a,b"], "--convergence: cannot read 'a,b'"),
     ("target-out-of-range", ["--target", "99"], r"target must be in \[0, 3\]"),
-    ("target-negative", ["--target", "-1"], r"target must be in \[0, 3\]"),
+    ("target-negative", ["--target", "-1"], r"target must be in \[0, 2147483647\], got -1"),
     ("fill-bad-colour", ["--fill", "#12345"], "fill must be one of"),
-    ("compare-fills-bad", ["--compare-fills", "plaid"], "fill must be one of"),
+    ("compare-fills-bad", ["--compare-fills", "plaid"], "compare_fills entry must be one of"),
     ("segmentation-unknown", ["--segmentation", "kmeans"], "invalid choice"),
     ("top-k-zero", ["--top-k", "0"], "at least 1"),
     ("device-unknown", ["--device", "tpu"], "invalid choice"),
@@ -343,7 +343,7 @@ ENGINE_BAD = [
     ("explain samples", lambda: _explain(samples=9), r"\[10, 200000\]"),
     ("explain seed", lambda: _explain(seed=-1), r"seed must be in \[0, "),
     ("explain kernel_width", lambda: _explain(kernel_width=-0.1), "kernel_width"),
-    ("explain ridge_alpha", lambda: _explain(ridge_alpha=2e6), r"\[0.0, 1000000.0\]"),
+    ("explain ridge_alpha", lambda: _explain(ridge_alpha=2e6), r"\[0, 1000000.0\]"),
     ("explain top_labels", lambda: _explain(top_labels=0), r"\[1, 100\]"),
     ("explain batch_size", lambda: _explain(batch_size=0), r"\[1, 65536\]"),
     ("explain p", lambda: _explain(p=1.5), r"p must be in \(0"),
@@ -559,9 +559,14 @@ def test_session_json_is_validated_and_refused(explanation_doc, case, make):
 
 def test_session_json_text_is_data_never_evaluated(explanation_doc):
     marker = "__import__('os').system('touch /nonexistent')"
-    text = _with(explanation_doc, ("settings", "note"), marker)
+    text = _with(explanation_doc, ("classes", 0, "label"), marker)
     ex = Explanation.from_json(_with(json.loads(text), ("regions", 0, "name"), marker))
-    assert ex.settings["note"] == marker and ex.region_names[0] == marker
+    assert ex.class_labels[0] == marker and ex.region_names[0] == marker
+    # settings follow the schema: text where a setting should be is refused as a value, not run
+    with pytest.raises(lc.LimecraftError, match="unknown setting 'note'"):
+        Explanation.from_json(_with(explanation_doc, ("settings", "sampling", "note"), marker))
+    with pytest.raises(lc.LimecraftError, match="fill must be one of"):
+        Explanation.from_json(_with(explanation_doc, ("settings", "fill", "fill"), marker))
 
 
 @pytest.mark.parametrize("case", ["deep", "infinity"])
