@@ -192,8 +192,8 @@ if before is not None and after is not None:
 st.divider()
 st.subheader("Re-explain the edited image")
 st.caption(
-    "Explains exactly the edited image shown above (applied edits and the pending one); the "
-    "edited region's mask is moved, rotated and scaled along with the object."
+    "Explains exactly the edited image in the preview above; the edited region's mask is "
+    "moved, rotated and scaled along with the object."
 )
 if st.button("Explain the edited image", key="explain_edited"):
     try:
