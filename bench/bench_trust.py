@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from limecraft_core import Classifier, explain, segment  # noqa: E402
 from models import demo, zoo  # noqa: E402
+from models.registry import load_classifier  # noqa: E402
 from models.samples import load_sample  # noqa: E402
 
 SIZES = [50, 100, 200, 500, 1000]
@@ -44,8 +45,8 @@ def needed(image, model, repeats, **kw) -> tuple[int | None, list[float]]:
         compute_deltas=False,
         **kw,
     )
-    c = r.trust["convergence"]
-    return c["needed"], c["kendall_w"]
+    c = r.trust.convergence
+    return c.needed, c.kendall_w
 
 
 def main() -> None:
@@ -59,6 +60,7 @@ def main() -> None:
     out: dict = {"sizes": SIZES, "repeats": args.repeats, "schemes": {}}
 
     torch.manual_seed(0)
+    demo_model = load_classifier("demo")  # loaded once, at this edge
     resnet = Classifier(
         zoo.build("resnet18", pretrained=False),
         input_size=224,
@@ -72,7 +74,9 @@ def main() -> None:
     for scheme in SCHEMES:
         demo_needed, demo_w = [], []
         for s in images:
-            n, w = needed(s.image, "demo", args.repeats, regions_mask=s.tag_mask, sampling=scheme)
+            n, w = needed(
+                s.image, demo_model, args.repeats, regions_mask=s.tag_mask, sampling=scheme
+            )
             demo_needed.append(n)
             demo_w.append(w)
         rn, rw = needed(
@@ -108,19 +112,19 @@ def main() -> None:
     s = images[0]
     kw = {"regions_mask": s.tag_mask, "samples": 1000, "compute_deltas": False}
     t = time.perf_counter()
-    explain(s.image, "demo", repeats=args.repeats, **kw)
+    explain(s.image, demo_model, repeats=args.repeats, **kw)
     batched = time.perf_counter() - t
     t = time.perf_counter()
     for r in range(args.repeats):
-        explain(s.image, "demo", seed=r, **kw)
+        explain(s.image, demo_model, seed=r, **kw)
     separate = time.perf_counter() - t
     widths = [0.1, 0.25, 0.5, 1.0, "uniform"]
     t = time.perf_counter()
-    explain(s.image, "demo", kernel_widths=widths, **kw)
+    explain(s.image, demo_model, kernel_widths=widths, **kw)
     sweep = time.perf_counter() - t
     t = time.perf_counter()
     for w in widths:
-        explain(s.image, "demo", kernel_width=w, **kw)
+        explain(s.image, demo_model, kernel_width=w, **kw)
     per_width = time.perf_counter() - t
     out["cost"] = {
         "repeats_batched_s": batched,
