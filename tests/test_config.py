@@ -350,6 +350,20 @@ def test_cli_refuses_a_bad_value_with_the_schemas_message(capsys):
         assert re.search(match, capsys.readouterr().err)
 
 
+TYPED = [n for n, s in FIELDS.items() if s.kind != "bool" and not s.choices]
+
+
+@pytest.mark.parametrize("name", TYPED)
+def test_cli_refuses_unreadable_text_for_every_field_in_one_line(capsys, name):
+    """Text that is not a value of the field: exit 2 with one line naming the flag."""
+    with pytest.raises(SystemExit) as e:
+        cli.build_parser().parse_args(["explain", "i.png", "--out", "o", FIELDS[name].flag, "x?"])
+    assert e.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("limecraft: error:"), lines
+    assert FIELDS[name].flag in lines[0] and "'x?'" in lines[0], lines[0]
+
+
 # ----------------------------------------------------------------------------- what ran is recorded
 
 
