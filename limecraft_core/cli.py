@@ -49,6 +49,9 @@ def _setting_type(spec: Any):
     def parse(s: str) -> Any:
         try:
             v = parse_text(spec, s)
+        except LimecraftError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        try:
             ExplainConfig.from_flat({spec.name: v})  # the one validation, with its message
         except LimecraftError as e:
             msg = str(e)
