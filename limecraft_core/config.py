@@ -14,12 +14,13 @@ Groups: :class:`SegmentationConfig`, :class:`SamplingConfig`, :class:`SurrogateC
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._validate import LimecraftError, check_choice, check_float, check_int
+from ._validate import LimecraftError, check_choice, check_int
 from .limits import LIMITS
 from .perturbation import FILLS, SCHEMES, _parse_colour
 from .segmentation import METHODS, PARAM_RANGES
@@ -109,17 +110,28 @@ def _f(
 # ----------------------------------------------------------------------------- checks
 
 
-def _check_limit(name: str, value: Any, kind: str) -> Any:
-    lim = LIMITS[name]
+def _check_limit(name: str, value: Any, kind: str, limit: str | None = None) -> Any:
+    """``value`` within the limits table's range for ``limit`` (default ``name``); the message
+    quotes that range."""
+    lim = LIMITS[limit or name]
     if kind == "int":
-        return check_int(name, value, int(lim.lo), None if lim.hi is None else int(lim.hi))
-    return check_float(name, value, lim.lo, lim.hi, lo_open=lim.lo_open)
+        return lim.check(name, value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise LimecraftError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    above = v > lim.lo if lim.lo_open else v >= lim.lo
+    if not (math.isfinite(v) and above and (lim.hi is None or v <= lim.hi)):
+        rng = lim.describe()
+        raise LimecraftError(
+            f"{name} must be {'in ' if lim.hi is not None else ''}{rng}, got {value}"
+        )
+    return v
 
 
 def _check_width(name: str, v: Any) -> float | str:
     if v == "uniform":
         return "uniform"
-    return check_float(name, v, 0.0, lo_open=True)
+    return _check_limit(name, v, "float", "kernel_width")
 
 
 def _check_fill_name(name: str, v: Any) -> str:
@@ -592,7 +604,8 @@ def parse_text(spec_: FieldSpec, text: str) -> Any:
             return t if t == "auto" else int(t)
     except ValueError:
         pass
-    raise LimecraftError(f"{spec_.flag}: cannot read {text!r} ({spec_.help})")
+    what = {"int": "an integer", "float": "a number", "ints": "integers separated by commas"}
+    raise LimecraftError(f"cannot read {text!r}: expected {what.get(kind, kind)} ({spec_.help})")
 
 
 def _parts(t: str) -> list[str]:

@@ -48,7 +48,7 @@ LIMITS: dict[str, Limit] = {
     "early_stop_step": Limit(10, 200_000),  # and at most `samples`
     # surrogate
     "kernel_width": Limit(0, None, lo_open=True, app=(0.01, 10.0)),
-    "ridge_alpha": Limit(0, 1e6),
+    "ridge_alpha": Limit(0, 1_000_000),
     # fill
     "blur_sigma": Limit(0, None, lo_open=True, app=(0.5, 100.0), unit="px"),
     "mask_expansion": Limit(0, 64, app=(0, 16), unit="px"),
