@@ -607,3 +607,11 @@ def test_no_engine_function_is_over_120_lines():
     lengths = function_lengths()
     assert any(w.endswith(" explain") for w in lengths)
     assert {w: n for w, n in lengths.items() if n > 120} == {}
+
+
+def test_the_readme_lists_every_setting_flag():
+    """The README's command-line reference names every setting's flag (a new setting must be
+    documented there too)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    missing = [s.flag for s in lc.config.fields() if f"`{s.flag}" not in readme]
+    assert missing == []
