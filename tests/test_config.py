@@ -615,3 +615,14 @@ def test_the_readme_lists_every_setting_flag():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     missing = [s.flag for s in lc.config.fields() if f"`{s.flag}" not in readme]
     assert missing == []
+
+
+def test_docs_thresholds_table_is_in_step():
+    """Every verdict threshold of the limits table has its row in docs/limits.md, with its value."""
+    from limecraft_core.limits import THRESHOLDS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "limits.md").read_text()
+    for name, value in THRESHOLDS.items():
+        row = next((ln for ln in doc.splitlines() if ln.startswith(f"| `{name}` |")), None)
+        assert row is not None, name
+        assert row.split("|")[2].strip() == f"{value:g}", (name, row)
