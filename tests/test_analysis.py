@@ -210,6 +210,11 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
+def widget(widgets, label):
+    """The widget with this label (widgets that show the analysis have per-analysis keys)."""
+    return next(w for w in widgets if w.label == label)
+
+
 def image_captions(at) -> list[str]:
     """The captions of every picture on the page (st.image has no AppTest accessor)."""
     out = []
@@ -239,8 +244,8 @@ def explain(at, samples: int = 100, repeats: int = 1) -> lc.Explanation:
 def test_the_recorded_segmentation_is_the_one_chosen_on_craft(method):
     at = run_app()
     at.switch_page(CRAFT).run()
-    at.selectbox(key="seg_method").set_value(method)
-    at.slider(key="seg_n").set_value(12)
+    widget(at.selectbox, "Superpixels").set_value(method)
+    widget(at.slider, "Target number of regions").set_value(12)
     at.run()
     assert not at.exception, at.exception
     ex = explain(at)
@@ -258,7 +263,7 @@ def test_the_recorded_segmentation_is_the_one_chosen_on_craft(method):
 def test_handcrafted_regions_are_recorded_and_survive_export_and_restore():
     at = run_app()
     at.switch_page(CRAFT).run()
-    at.selectbox(key="seg_method").set_value("grid")
+    widget(at.selectbox, "Superpixels").set_value("grid")
     at.run()
     button(at, "Add the tag as a region").click().run()
     ex = explain(at)
@@ -400,11 +405,12 @@ def test_a_new_image_keeps_the_previous_analysis_in_recent():
     back[0].click().run()
     s = at.session_state["app"]
     assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
-    # the uploaded image's analysis is not lost either: it had no work, so it is simply gone,
-    # while this one, with work, waits in the list when the gallery changes the image
-    at.selectbox(key="sample_pick").set_value(sample_names()[1]).run()
+    # the uploaded image waits in the list too (it cannot be picked from the gallery again)
+    assert any(b.label.startswith("coffee.png · no changes") for b in at.sidebar.button)
+    # and this one, with work, waits in the list when the gallery changes the image
+    widget(at.selectbox, "Sample gallery").set_value(sample_names()[1]).run()
     assert at.session_state["app"].image_name == sample_names()[1]
-    at.selectbox(key="sample_pick").set_value(sample_names()[0]).run()
+    widget(at.selectbox, "Sample gallery").set_value(sample_names()[0]).run()
     s = at.session_state["app"]
     assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
 
@@ -413,9 +419,9 @@ def test_a_new_image_keeps_the_previous_analysis_in_recent():
 def test_switching_gallery_images_and_back_keeps_the_results():
     at = run_app()
     ex = explain(at)
-    at.selectbox(key="sample_pick").set_value("chelsea").run()
+    widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     assert at.session_state["app"].explanation is None
-    at.selectbox(key="sample_pick").set_value(sample_names()[0]).run()
+    widget(at.selectbox, "Sample gallery").set_value(sample_names()[0]).run()
     assert at.session_state["app"].explanation is ex
     assert any("surrogate fidelity" in m.value for m in at.markdown)
 
@@ -435,7 +441,7 @@ def test_start_fresh_starts_a_new_analysis_and_keeps_the_old_one():
 @pytest.mark.slow
 def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     at = run_app({})
-    at.selectbox(key="sample_pick").set_value("demo-conflict-2").run()
+    widget(at.selectbox, "Sample gallery").set_value("demo-conflict-2").run()
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
     at.switch_page(INSPECT).run()
@@ -463,6 +469,6 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     button(at, "Undo").click().run()
     assert any("edits changed" in i.value for i in at.info)
     # another image: no stale message about the other analysis' edits
-    at.selectbox(key="sample_pick").set_value("chelsea").run()
+    widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     at.run()
     assert not any("edits changed" in i.value for i in at.info)

@@ -41,6 +41,11 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
+def widget(widgets, label):
+    """The widget with this label (widgets that show the analysis have per-analysis keys)."""
+    return next(w for w in widgets if w.label == label)
+
+
 def test_opens_on_a_sample_with_the_demo_model(at):
     assert at.title[0].value == "LIMEcraft"
     assert state(at).image_name == sample_names()[0]
@@ -120,8 +125,8 @@ def test_handcrafted_regions_reach_the_explanation(at):
 
 def test_segmentation_settings_change_the_regions(at):
     at.switch_page(CRAFT).run()
-    at.selectbox(key="seg_method").set_value("grid")
-    at.slider(key="seg_n").set_value(16)
+    widget(at.selectbox, "Superpixels").set_value("grid")
+    widget(at.slider, "Target number of regions").set_value(16)
     at.run()
     assert not at.exception
     assert state(at).seg.method == "grid"
@@ -177,7 +182,7 @@ def test_a_model_that_cannot_run_says_why(at):
 def test_sessions_are_separate(at):
     other = AppTest.from_file(APP, default_timeout=120)
     other.run()
-    at.selectbox(key="sample_pick").set_value("chelsea").run()
+    widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     assert state(at).image_name == "chelsea"
     assert other.session_state["app"].image_name == sample_names()[0]
 

@@ -23,17 +23,20 @@ DRAW_MODES = {
 
 
 def superpixel_controls(s: state.AppState) -> None:
-    # The widgets show the analysis (after a reload or a return to a recent analysis too).
-    st.session_state.setdefault("seg_method", s.seg.method)
-    st.session_state.setdefault("seg_n", s.seg.n_segments)
-    st.session_state.setdefault("seg_outer", s.seg.outer)
+    # Keys per analysis (state.wkey): the widgets show the analysis after a switch or a reload.
     c1, c2, c3 = st.columns([2, 2, 2])
-    method = c1.selectbox("Superpixels", lc.METHODS, key="seg_method")
-    n = c2.slider("Target number of regions", 4, 300, key="seg_n")
+    method = c1.selectbox(
+        "Superpixels",
+        lc.METHODS,
+        index=lc.METHODS.index(s.seg.method),
+        key=state.wkey("seg_method"),
+    )
+    n = c2.slider("Target number of regions", 4, 300, s.seg.n_segments, key=state.wkey("seg_n"))
     outer = c3.radio(
         "Outside your regions",
         ["segment", "one"],
-        key="seg_outer",
+        index=0 if s.seg.outer == "segment" else 1,
+        key=state.wkey("seg_outer"),
         horizontal=True,
         format_func=lambda v: "superpixels" if v == "segment" else "one background region",
     )
@@ -66,9 +69,15 @@ def _method_params(method: str, now: dict[str, float]) -> tuple[tuple[str, float
     cols = st.columns(len(spec))
     out = []
     for col, (name, label, lo, hi, default, step) in zip(cols, spec, strict=True):
-        key = f"segp_{method}_{name}"
-        st.session_state.setdefault(key, float(now.get(name, default)))
-        v = col.slider(label, lo, hi, step=step, key=key, format="%g")
+        v = col.slider(
+            label,
+            lo,
+            hi,
+            float(now.get(name, default)),
+            step,
+            key=state.wkey(f"segp_{method}_{name}"),
+            format="%g",
+        )
         if v != default:
             out.append((name, float(v)))
     return tuple(out)

@@ -182,6 +182,13 @@ def save(a: Analysis | None = None) -> None:
         st.session_state["_saved"] = fp
 
 
+def wkey(name: str) -> str:
+    """The key of a widget that shows the analysis: it changes when another analysis comes in,
+    so the widget starts from the new analysis' value (a browser keeps a widget's old value
+    under the same key, and a widget made without its value would fall back to its minimum)."""
+    return f"{name}-{st.session_state.get('_view', 0)}"
+
+
 def recent() -> list[Analysis]:
     """Earlier analyses of this session, newest first (kept when the image was replaced)."""
     return st.session_state.setdefault("_recent", [])
@@ -192,12 +199,14 @@ def _switch(new: Analysis) -> None:
     work. Widgets that show the analysis are set to its values (they would keep the old ones)."""
     cur = st.session_state.get("app")
     rec = [r for r in recent() if r.id != new.id and (cur is None or r.id != cur.id)]
-    if cur is not None and cur.id != new.id and A.has_work(cur):
+    # An uploaded image is kept even without work: it cannot be picked again from the gallery.
+    if cur is not None and cur.id != new.id and (A.has_work(cur) or cur.source == "upload"):
         save(cur)
         rec.insert(0, cur)
     st.session_state["_recent"] = rec[:RECENT]
     new.canvas_version = (cur.canvas_version + 1) if cur is not None else 0
     st.session_state["app"] = new
+    st.session_state["_view"] = st.session_state.get("_view", 0) + 1
     st.session_state["_saved"] = None
     st.query_params["a"] = new.id
     _show_analysis(new)
@@ -205,8 +214,7 @@ def _switch(new: Analysis) -> None:
 
 #: Widgets whose values belong to one analysis: dropped when another analysis comes in.
 _ANALYSIS_WIDGETS = re.compile(
-    r"^(set_|tr_|edit_|e_|seg_|segp_|hname-|hinner-|res_|edited_|trust_|merge_name$|split_pick$"
-    r"|pick$|cfg_|canvas-)"
+    r"^(set_|tr_|edit_|e_|hname-|hinner-|res_|edited_|trust_|merge_name$|split_pick$|pick$|cfg_)"
 )
 
 
@@ -214,10 +222,6 @@ def _show_analysis(a: Analysis) -> None:
     for key in list(st.session_state.keys()):
         if isinstance(key, str) and _ANALYSIS_WIDGETS.match(key):
             del st.session_state[key]
-    if a.image_name in sample_names() and a.source == "gallery":
-        st.session_state["sample_pick"] = a.image_name
-    else:
-        st.session_state["sample_pick"] = None
 
 
 def replace_image(
@@ -505,8 +509,8 @@ def _load_upload() -> None:
     replace_image(img, up.name, None, "", "upload")
 
 
-def _pick_sample() -> None:
-    name = st.session_state.get("sample_pick")
+def _pick_sample(key: str) -> None:
+    name = st.session_state.get(key)
     if name is None or name == get().image_name:
         return
     sample = load_sample(name)
@@ -577,15 +581,16 @@ def sidebar(s: Analysis) -> None:
         st.caption("Explain an image classifier over regions that mean something to you.")
         st.markdown("**Image**")
         names = sample_names()
-        if "sample_pick" not in st.session_state:
-            st.session_state["sample_pick"] = (
-                s.image_name if s.image_name in names and s.source == "gallery" else None
-            )
+        key = wkey("sample_pick")
         st.selectbox(
             "Sample gallery",
             names,
-            key="sample_pick",
+            index=names.index(s.image_name)
+            if s.image_name in names and s.source == "gallery"
+            else None,
+            key=key,
             on_change=_pick_sample,
+            args=(key,),
             placeholder="uploaded image",
         )
         st.file_uploader(
