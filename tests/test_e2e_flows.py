@@ -192,9 +192,10 @@ def test_a_new_image_keeps_the_previous_analysis(page, app_url, tmp_path):
     page.locator("[data-testid='stSidebar'] input[type=file]").first.set_input_files(str(photo))
     page.get_by_text("No handcrafted regions yet.").wait_for(timeout=60000)
     wait_idle(page)
+    page.get_by_role("button", name="Start fresh").scroll_into_view_if_needed()
+    shot(page, "c1-new-image-recent-list")
     recent = page.get_by_role("button", name=re.compile(r"demo-conflict-1 · 1 region"))
     recent.wait_for(timeout=30000)
-    shot(page, "c1-new-image-recent-list")
     recent.click()
     page.wait_for_selector("input[value='tag']", timeout=30000)
     wait_idle(page)
@@ -254,9 +255,17 @@ def test_export_then_restore_in_a_fresh_browser(page, app_url, browser, tmp_path
     goto_page(other, "Craft regions")
     other.wait_for_selector("input[value='tag']", timeout=30000)
     other.get_by_text(re.compile(rf"^{n_regions} regions; the ids match")).wait_for(timeout=30000)
-    other.get_by_text(re.compile(r"^\d+ pair$")).first.wait_for(timeout=30000)
-    other.get_by_text("Merged region to split back").scroll_into_view_if_needed()
+    split = other.locator("[data-testid='stSelectbox']").filter(
+        has_text="Merged region to split back"
+    )
+    split.scroll_into_view_if_needed()
     shot(other, "d4-restored-craft")
+    shown = (
+        split.inner_text()
+        + " "
+        + " ".join(split.locator("input").evaluate_all("els => els.map(e => e.value)"))
+    )
+    assert re.search(r"\d+ pair", shown), shown  # the merge, with its name
     goto_page(other, "Inspect")
     other.get_by_text("Applied edits").wait_for(timeout=30000)
     assert other.get_by_text(re.compile(r"blur region \d+")).count() == 1
