@@ -108,8 +108,17 @@ def test_limits_come_from_the_environment(tmp_path):
     assert math.isclose(cfg.max_age_s, 7200) and cfg.max_bytes == int(1.5 * 2**20)
     default = StoreConfig.from_env({})
     assert default.max_analyses == 500 and default.max_age_s == 168 * 3600
-    assert str(os.getuid()) in default.folder
+    assert default.folder == StoreConfig.from_env({}).folder  # one private folder per process
+    assert oct(os.stat(default.folder).st_mode & 0o777) == "0o700"
     with pytest.raises(LimecraftError, match="LIMECRAFT_STORE_MAX_AGE_H"):
         StoreConfig.from_env({"LIMECRAFT_STORE_MAX_AGE_H": "soon"})
     with pytest.raises(LimecraftError, match="LIMECRAFT_STORE_MAX_ANALYSES"):
         StoreConfig.from_env({"LIMECRAFT_STORE_MAX_ANALYSES": "-1"})
+
+
+def test_a_folder_others_can_write_to_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(LimecraftError, match="others cannot write"):
+        Store(StoreConfig(folder=str(shared)))

@@ -141,6 +141,7 @@ class Analysis:
     id: str = ""
     canvas_version: int = 0
     message: str | None = None
+    tmpdir: str = ""  # the session's private folder (uploaded model files)
 
     @property
     def image_key(self) -> str:

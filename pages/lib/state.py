@@ -160,6 +160,7 @@ def get() -> Analysis:
         if st.query_params.get("a") != st.session_state["app"].id:
             st.session_state["_saved"] = None  # a new id: save it at the end of this run
     a = st.session_state["app"]
+    a.tmpdir = tmpdir()
     if st.query_params.get("a") != a.id:
         st.query_params["a"] = a.id
     return a

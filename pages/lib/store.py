@@ -6,7 +6,7 @@ evicts the oldest analyses beyond ``max_analyses`` and forgets those not saved f
 Writes are atomic (a temporary file, then ``os.replace``). Settings come from the environment:
 
 =================================  ============================================  ==============
-``LIMECRAFT_STORE_DIR``            folder of the saved analyses                  per-user temp
+``LIMECRAFT_STORE_DIR``            folder of the saved analyses                  a private temp
 ``LIMECRAFT_STORE_MAX_ANALYSES``   analyses kept, all accounts together          500
 ``LIMECRAFT_STORE_MAX_AGE_H``      hours an analysis is kept after its last save 168 (7 days)
 ``LIMECRAFT_STORE_MAX_MB``         largest saved analysis (a bigger one is       100
@@ -43,9 +43,17 @@ def valid_id(aid: object) -> bool:
     return isinstance(aid, str) and bool(_ID.match(aid))
 
 
+_DEFAULT_DIR: list[str] = []
+_DEFAULT_LOCK = threading.Lock()
+
+
 def _default_dir() -> str:
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    return os.path.join(tempfile.gettempdir(), f"limecraft-analyses-{uid}")
+    """A private folder made for this process (an unpredictable name under the system's temp
+    folder, mode 0700): set ``LIMECRAFT_STORE_DIR`` to keep analyses across restarts."""
+    with _DEFAULT_LOCK:
+        if not _DEFAULT_DIR:
+            _DEFAULT_DIR.append(tempfile.mkdtemp(prefix="limecraft-analyses-"))
+        return _DEFAULT_DIR[0]
 
 
 def _positive(environ: Mapping[str, str], name: str, default: float) -> float:
@@ -94,6 +102,14 @@ class Store:
         self.config, self.clock = config, clock
         self.folder = Path(config.folder)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st_ = self.folder.stat()
+        if hasattr(os, "getuid") and (st_.st_uid != os.getuid() or st_.st_mode & 0o022):
+            from limecraft_core import LimecraftError
+
+            raise LimecraftError(
+                f"LIMECRAFT_STORE_DIR={config.folder!r} must be a folder of this user that "
+                "others cannot write to"
+            )
         self._lock = threading.Lock()
 
     def _path(self, aid: str) -> Path:
