@@ -320,6 +320,15 @@ def _sign_out() -> None:
     _forget_session()
 
 
+def _closed() -> None:
+    """The only page while signed out (the sign-in is drawn by the gate itself)."""
+
+
+def _hide_pages() -> None:
+    """No page links until sign-in: after a sign-out the browser would keep showing the app's."""
+    st.navigation([st.Page(_closed, title="Sign in", default=True)], position="hidden")
+
+
 def _log_out() -> None:
     _forget_session()
     st.logout()
@@ -329,6 +338,7 @@ def _password_gate(cfg: AuthConfig) -> None:
     if st.session_state.get(_SESSION_KEY) == _session_token(cfg):
         st.sidebar.button("Sign out", key="auth_sign_out", on_click=_sign_out)
         return
+    _hide_pages()
     st.title("LIMEcraft")
     with st.form("auth_sign_in", clear_on_submit=True):
         password = st.text_input("Team password", type="password", key="auth_password")
@@ -352,6 +362,7 @@ def _password_gate(cfg: AuthConfig) -> None:
 def _oidc_gate(cfg: AuthConfig) -> None:
     user = st.user
     if not user.get("is_logged_in", False):
+        _hide_pages()
         st.title("LIMEcraft")
         st.write("Sign in to use LIMEcraft.")
         st.button(
