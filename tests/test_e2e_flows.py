@@ -271,3 +271,42 @@ def test_export_then_restore_in_a_fresh_browser(page, app_url, browser, tmp_path
     assert other.get_by_text(re.compile(r"blur region \d+")).count() == 1
     shot(other, "d5-restored-inspect")
     fresh.close()
+
+
+def test_signing_out_leaves_nothing_and_hides_the_pages(browser):
+    from conftest import start_app, stop_app
+
+    from pages.lib import auth
+
+    proc, url, _ = start_app(
+        {"LIMECRAFT_AUTH": "password", "LIMECRAFT_PASSWORD_HASH": auth.hash_password("pw")}
+    )
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        page = ctx.new_page()
+        page.goto(url)
+        page.get_by_label("Team password").wait_for(timeout=60000)
+        assert page.get_by_role("link", name="Craft regions").count() == 0
+
+        def sign_in():
+            page.get_by_label("Team password").fill("pw")
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
+            wait_idle(page)
+
+        sign_in()
+        add_tag(page)
+        before = page.url
+        page.get_by_role("button", name="Sign out").click()
+        page.get_by_label("Team password").wait_for(timeout=60000)
+        wait_idle(page)
+        shot(page, "e1-signed-out")
+        assert page.get_by_role("link", name="Craft regions").count() == 0
+        assert "?a=" not in page.url
+        sign_in()
+        assert page.url != before
+        page.get_by_text(re.compile(r"\(0 handcrafted")).wait_for(timeout=30000)
+        shot(page, "e2-signed-in-again")
+    finally:
+        ctx.close()
+        stop_app(proc)
