@@ -25,8 +25,11 @@ DEFAULT_LABEL = "default"
 
 
 def key_of(name: str) -> str:
-    """The widget key of a setting."""
-    return KEY_PREFIX + name
+    """The widget key of a setting. It changes when another analysis comes in (the session's
+    ``_view`` counter), so that the widget starts from that analysis' value: a browser keeps a
+    widget's old value under the same key. A session's first analysis keeps the plain key."""
+    view = st.session_state.get("_view", 0)
+    return f"{KEY_PREFIX}{name}" if not view else f"{KEY_PREFIX}{name}-{view}"
 
 
 def forget_widgets() -> None:
