@@ -511,6 +511,10 @@ def _load_upload() -> None:
 
 
 def _pick_sample(key: str) -> None:
+    if key != wkey("sample_pick"):
+        # The picker of an analysis that was replaced: the browser can still send its old
+        # value once, after the switch, and that must not switch back.
+        return
     name = st.session_state.get(key)
     if name is None or name == get().image_name:
         return
