@@ -215,6 +215,11 @@ def widget(widgets, label):
     return next(w for w in widgets if w.label == label)
 
 
+def setting(at, name: str):
+    """A settings widget (its key carries the analysis view after a switch: set_NAME-N)."""
+    return next(w for w in at.number_input if w.key.split("-")[0] == f"set_{name}")
+
+
 def image_captions(at) -> list[str]:
     """The captions of every picture on the page (st.image has no AppTest accessor)."""
     out = []
@@ -231,8 +236,8 @@ def image_captions(at) -> list[str]:
 
 def explain(at, samples: int = 100, repeats: int = 1) -> lc.Explanation:
     at.switch_page(EXPLAIN).run()
-    at.number_input(key="set_samples").set_value(samples)
-    at.number_input(key="set_repeats").set_value(repeats)
+    setting(at, "samples").set_value(samples)
+    setting(at, "repeats").set_value(repeats)
     at.run()
     button(at, "Explain").click().run()
     assert not at.exception, at.exception
