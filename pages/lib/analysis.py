@@ -29,6 +29,7 @@ from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image, encode_png
 from limecraft_core.limits import LIMITS
+from models import registry
 
 __all__ = [
     "APP_CONFIG",
@@ -123,7 +124,7 @@ class Analysis:
     tag_mask: np.ndarray | None = None  # the demo tag's pixels (gallery demo images)
     note: str = ""
     source: str = "gallery"  # where the image came from: gallery, upload, restore
-    model_name: str = "demo"
+    model_name: str = registry.DEFAULT_MODEL  # LIMECRAFT_DEFAULT_MODEL, else the demo model
     model_labels: list[str] | None = None
     seg: SegSettings = field(default_factory=SegSettings)
     hand: list[HandRegion] = field(default_factory=list)
