@@ -262,13 +262,6 @@ def adopt(a: Analysis) -> None:
     _switch(a)
 
 
-def reset_for_new_image(
-    s: Analysis, image: np.ndarray, name: str, tag_mask: np.ndarray | None
-) -> None:
-    """Kept for callers of the old API: :func:`replace_image` with an uploaded image."""
-    replace_image(image, name, tag_mask, "", "upload")
-
-
 # ----------------------------------------------------------------------------- caches
 
 
