@@ -324,9 +324,16 @@ def _closed() -> None:
     """The only page while signed out (the sign-in is drawn by the gate itself)."""
 
 
+#: The app's page addresses (app.py): known while signed out, so that a reload of /craft?a=...
+#: shows the sign-in, not "Page not found", and comes back to that page and analysis after it.
+APP_PATHS = ("craft", "inspect", "trust", "export")
+
+
 def _hide_pages() -> None:
     """No page links until sign-in: after a sign-out the browser would keep showing the app's."""
-    st.navigation([st.Page(_closed, title="Sign in", default=True)], position="hidden")
+    pages = [st.Page(_closed, title="Sign in", default=True)]
+    pages += [st.Page(_closed, title="Sign in", url_path=p) for p in APP_PATHS]
+    st.navigation(pages, position="hidden")
 
 
 def _log_out() -> None:
