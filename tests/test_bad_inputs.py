@@ -720,17 +720,34 @@ def test_app_restore_with_settings_outside_the_controls_keeps_the_pages_working(
         s.image, ChannelMeans(classes=4), samples=10, repeats=40, segmentation="grid", n_segments=4
     )
     doc = ex.to_dict()
-    doc["settings"]["fill"] = "<script>alert(1)</script>"
-    doc["settings"]["seed"] = 2**40
+    doc["settings"]["sampling"]["seed"] = 2**40  # valid for the engine, above the seed widget
     at.switch_page(EXPORT).run()
     at.file_uploader(key="restore_upload").set_value(
         ("e.json", json.dumps(doc).encode(), "application/json")
     ).run()
     assert not at.exception and s.explanation is not None, errors(at)
-    assert s.settings.samples == 50 and s.settings.repeats == 20 and s.settings.fill == "mean"
+    cfg = s.config
+    assert cfg.sampling.samples == 50 and cfg.trust.repeats == 20 and cfg.fill.fill == "mean"
+    assert cfg.sampling.seed == 2**31 - 1
     for page in (EXPLAIN, TRUST):
         at.switch_page(page).run()
         assert not at.exception and "went wrong" not in errors(at), errors(at)
+
+
+def test_app_restore_with_a_setting_the_schema_refuses_is_an_in_page_error(at):
+    """Text where a fill belongs is refused by the settings schema, in one sentence; the
+    session's own explanation stays."""
+    ex = quick_explain(at)
+    s = app_state(at)
+    doc = ex.to_dict()
+    doc["settings"]["fill"]["fill"] = "<script>alert(1)</script>"
+    at.switch_page(EXPORT).run()
+    at.file_uploader(key="restore_upload").set_value(
+        ("e.json", json.dumps(doc).encode(), "application/json")
+    ).run()
+    assert not at.exception
+    assert "fill must be one of" in errors(at), errors(at)
+    assert s.explanation is ex
 
 
 MODEL_BAD = [
@@ -802,7 +819,7 @@ def test_app_model_failing_mid_run_keeps_the_session(at, monkeypatch, mode):
     assert s.explanation is ex and [h.name for h in s.hand] == ["tag"]
     monkeypatch.setattr(state_module, "classifier", lambda *a, **k: good)
     button(at, "Explain").click().run()
-    assert not at.exception and s.explanation is not ex and s.explanation.settings["seed"] == seed
+    assert not at.exception and s.explanation is not ex and s.explanation.config.sampling.seed == seed
 
 
 # ----------------------------------------------------------------------------- security

@@ -9,9 +9,10 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.canvas import mask_from_canvas, region_at, toggle
+from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
 from pages.lib import analysis as A
-from pages.lib import state
+from pages.lib import config_form, state
 
 CANVAS_WIDTH = 480
 DRAW_MODES = {
@@ -42,7 +43,30 @@ def superpixel_controls(s: state.AppState) -> None:
     )
     with st.expander(f"{method} parameters"):
         params = _method_params(method, dict(s.seg.params) if method == s.seg.method else {})
-    A.set_segmentation(s, A.SegSettings(method, int(n), outer, params))
+        inner_method, size = _detail_controls(s)
+    A.set_segmentation(s, A.SegSettings(method, int(n), outer, params, inner_method, size))
+
+
+def _detail_controls(s: state.AppState) -> tuple[str, int | str | None]:
+    """The schema's other segmentation settings: the method inside handcrafted regions, and the
+    size the image is segmented at (the app's default keeps previews quick)."""
+    c1, c2 = st.columns(2)
+    inner = config_form.setting_widget(spec("inner_method"), s.seg.inner_method, c1)
+    options = [A.APP_WORKING_SIZE, *config_form.WORKING_SIZES]
+    options = list(dict.fromkeys([*options, s.seg.working_size]))
+    size = c2.selectbox(
+        "Working size",
+        options,
+        index=options.index(s.seg.working_size),
+        key=state.wkey("seg_working_size"),
+        help=spec("working_size").help,
+        format_func=lambda v: (
+            "app default (192 px for quickshift and felzenszwalb, else 512)"
+            if v == A.APP_WORKING_SIZE
+            else ("full size" if v is None else str(v))
+        ),
+    )
+    return inner, size
 
 
 # (parameter, label, min, max, default, step) per method; the count sets the scale parameters.

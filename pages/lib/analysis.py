@@ -99,6 +99,9 @@ class Merge(NamedTuple):
     key: str
 
 
+APP_WORKING_SIZE = 0  # the app's per-method working size (see working_size)
+
+
 @dataclass(frozen=True)
 class SegSettings:
     """Craft's superpixel controls."""
@@ -107,11 +110,16 @@ class SegSettings:
     n_segments: int = 40
     outer: str = "segment"  # "segment" the rest, or keep it as "one" background feature
     params: tuple[tuple[str, float], ...] = ()  # the method's own parameters, beyond the count
+    inner_method: str = "slic"  # inside handcrafted regions cut into pieces
+    working_size: int | str | None = APP_WORKING_SIZE  # the schema's values, or the app's default
 
 
-def working_size(method: str) -> int:
+def working_size(method: str, chosen: int | str | None = 0) -> int | str | None:
     """The app segments at most at this size so previews answer within 0.5 s: quickshift and
-    felzenszwalb cost grows with the square of the area (labels are scaled back up)."""
+    felzenszwalb cost grows with the square of the area (labels are scaled back up). A size
+    chosen on Craft (the schema's values: px, "auto", or None for full size) replaces it."""
+    if chosen != APP_WORKING_SIZE:
+        return chosen
     return {"quickshift": 192, "felzenszwalb": 192}.get(method, 512)
 
 
@@ -233,9 +241,9 @@ def segmentation_config(a: Analysis, *, handcrafted: bool = True) -> Segmentatio
         n_segments=seg.n_segments,
         params=seg.params,
         inner_segments=tuple(h.inner for h in hand) if hand else None,
-        inner_method="slic",
+        inner_method=seg.inner_method,
         outer_segments=(1 if seg.outer == "one" else seg.n_segments) if hand else None,
-        working_size=working_size(seg.method),
+        working_size=working_size(seg.method, seg.working_size),
     )
 
 
@@ -458,6 +466,8 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "n_segments": a.seg.n_segments,
             "outer": a.seg.outer,
             "params": [[k, v] for k, v in a.seg.params],
+            "inner_method": a.seg.inner_method,
+            "working_size": a.seg.working_size,
         },
         "regions": [
             {
@@ -585,11 +595,24 @@ def _segmentation(d: Any) -> SegSettings:
     if outer not in ("segment", "one"):
         raise _fail("segmentation outer must be 'segment' or 'one'")
     params = _list(d.get("params", []), "segmentation params", 10)
+    size = d.get("working_size", APP_WORKING_SIZE)
     try:
-        checked = SegmentationConfig(method=method, params=tuple(tuple(p) for p in params)).params
+        checked = SegmentationConfig(
+            method=method,
+            params=tuple(tuple(p) for p in params),
+            inner_method=d.get("inner_method", "slic"),
+            working_size="auto" if size == APP_WORKING_SIZE else size,
+        )
     except (lc.LimecraftError, TypeError) as e:
-        raise _fail(f"segmentation params: {e}") from None
-    return SegSettings(method, n, outer, tuple((str(k), float(v)) for k, v in checked))
+        raise _fail(f"segmentation: {e}") from None
+    return SegSettings(
+        method,
+        n,
+        outer,
+        tuple((str(k), float(v)) for k, v in checked.params),
+        checked.inner_method,
+        size,
+    )
 
 
 def _hand(d: Any, shape: tuple[int, int], i: int) -> HandRegion:

@@ -89,9 +89,7 @@ def verdict_badge(ex: lc.Explanation) -> str:
     )
 
 
-def results(
-    s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None
-) -> None:
+def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None) -> None:
     """Overlays, table, chart and fidelity for one explanation (of ``image``, default the loaded one)."""
     c1, c2, c3 = st.columns([2, 1, 1])
     cls = c1.selectbox(
