@@ -122,9 +122,7 @@ class Classifier:
 
     def label(self, index: int) -> str:
         """Name of class ``index``."""
-        if self._labels is not None and 0 <= index < len(self._labels):
-            return self._labels[index]
-        return f"class {index}"
+        return class_label(self._labels, index)
 
     @property
     def labels(self) -> tuple[str, ...] | None:
@@ -245,11 +243,37 @@ class Classifier:
         -------
         (C,) or (B, C) float32 ndarray.
         """
-        single = images.ndim == 3
-        batch = [as_float_image(im) for im in (images[None] if single else images)]
-        outs = []
-        for i in range(0, len(batch), batch_size):
-            chunk = np.stack(batch[i : i + batch_size]).transpose(0, 3, 1, 2)
-            outs.append(self(torch.from_numpy(np.ascontiguousarray(chunk)).to(self.device)).cpu())
-        out = torch.cat(outs).numpy()
-        return out[0] if single else out
+        return predict_arrays(self, images, batch_size, self.device)
+
+
+def class_label(labels: Sequence[str] | None, index: int) -> str:
+    """Name of class ``index`` from ``labels``, or ``class i`` when there is none."""
+    if labels is not None and 0 <= index < len(labels):
+        return labels[index]
+    return f"class {index}"
+
+
+def predict_arrays(
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    images: np.ndarray,
+    batch_size: int,
+    device: torch.device | str = "cpu",
+) -> np.ndarray:
+    """Scores of images given as arrays, ``batch_size`` at a time through ``forward``.
+
+    Parameters
+    ----------
+    images : (H, W, 3) or (B, H, W, 3) uint8 ndarray, or float in [0, 1]
+
+    Returns
+    -------
+    (C,) or (B, C) float32 ndarray.
+    """
+    single = images.ndim == 3
+    batch = [as_float_image(im) for im in (images[None] if single else images)]
+    outs = []
+    for i in range(0, len(batch), batch_size):
+        chunk = np.stack(batch[i : i + batch_size]).transpose(0, 3, 1, 2)
+        outs.append(forward(torch.from_numpy(np.ascontiguousarray(chunk)).to(device)).cpu())
+    out = torch.cat(outs).numpy()
+    return out[0] if single else out

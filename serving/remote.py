@@ -50,8 +50,8 @@ import torch
 import torch.nn.functional as F
 
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
-from limecraft_core._validate import as_float_image, check_choice, check_int
-from limecraft_core.classifier import NORMALIZATIONS
+from limecraft_core._validate import check_choice, check_int
+from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
 from models import registry
 
 __all__ = [
@@ -345,9 +345,7 @@ class RemoteScorer:
 
     def label(self, index: int) -> str:
         """Name of class ``index``."""
-        if self._labels is not None and 0 <= index < len(self._labels):
-            return self._labels[index]
-        return f"class {index}"
+        return class_label(self._labels, index)
 
     @property
     def labels(self) -> tuple[str, ...] | None:
@@ -626,14 +624,7 @@ class RemoteScorer:
         -------
         (C,) or (B, C) float32 ndarray.
         """
-        single = images.ndim == 3
-        batch = [as_float_image(im) for im in (images[None] if single else images)]
-        outs = []
-        for i in range(0, len(batch), batch_size):
-            chunk = np.stack(batch[i : i + batch_size]).transpose(0, 3, 1, 2)
-            outs.append(self(torch.from_numpy(np.ascontiguousarray(chunk))))
-        out = torch.cat(outs).numpy()
-        return out[0] if single else out
+        return predict_arrays(self, images, batch_size)
 
 
 def load_scorer(spec: str, **kwargs: Any) -> RemoteScorer | Classifier:
