@@ -17,7 +17,7 @@ from limecraft_core import LimecraftError
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
 
 try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
-    from pages.lib import auth, state
+    from pages.lib import auth, sidebar, state
 except LimecraftError as e:
     st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
     st.stop()
@@ -26,7 +26,7 @@ except LimecraftError as e:
 auth.gate()
 
 app = state.get()
-state.sidebar(app)
+sidebar.sidebar(app)
 
 pages = [
     st.Page(

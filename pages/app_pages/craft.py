@@ -12,7 +12,7 @@ from limecraft_core.canvas import mask_from_canvas, region_at, toggle
 from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
 from pages.lib import analysis as A
-from pages.lib import config_form, state
+from pages.lib import config_form, display, state
 
 CANVAS_WIDTH = 480
 DRAW_MODES = {
@@ -115,7 +115,7 @@ def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> bool:
             st.session_state.get("new_region_name", ""),
         )
     except lc.LimecraftError as e:
-        state.error(str(e))
+        display.error(str(e))
         return False
     s.canvas_version += 1  # a fresh, empty canvas for the next region
     st.session_state["_clear_region_name"] = True
@@ -144,7 +144,7 @@ def drawing(s: state.AppState) -> None:
         fill_color="rgba(255, 165, 0, 0.35)",
         stroke_width=3,
         stroke_color="#ff8c00",
-        background_image=state.jpeg_bytes(state.with_regions(s.image, s.hand), width),
+        background_image=display.jpeg_bytes(state.with_regions(s.image, s.hand), width),
         height=height,
         width=width,
         drawing_mode=DRAW_MODES[mode],
@@ -176,7 +176,7 @@ def upload_masks(s: state.AppState) -> None:
             for m in masks:
                 A.add_region(s, m, f"{up.name} {len(s.hand) + 1}")
         except lc.LimecraftError as e:
-            state.error(f"That mask was not used: {e}")
+            display.error(f"That mask was not used: {e}")
             return
         st.rerun()
 
@@ -219,7 +219,7 @@ def region_list(s: state.AppState) -> None:
             "",
             icon=":material/delete:",
             key=f"hdel-{h.uid}",
-            help=f"Delete {state.md(h.name)}",
+            help=f"Delete {display.md(h.name)}",
             on_click=A.delete_region,
             args=(s, h.uid),
         )
@@ -245,7 +245,7 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
     left, right = st.columns([3, 2], gap="large")
     with left:
         streamlit_image_coordinates(
-            state.label_ids(picture, labels, CANVAS_WIDTH),
+            display.label_ids(picture, labels, CANVAS_WIDTH),
             key="pick",
             on_click=functools.partial(_on_pick, s, labels, reg.keys),
             cursor="crosshair",

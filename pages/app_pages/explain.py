@@ -7,12 +7,14 @@ import streamlit as st
 
 import limecraft_core as lc
 from pages.lib import analysis as A
-from pages.lib import state
+from pages.lib import display, state
 from pages.lib.views import explain_controls, results
 
 s = state.get()
 st.title("LIMEcraft")
-st.caption(f"Image: {state.md(s.image_name)} · model: {state.md(s.model_name.rsplit('/', 1)[-1])}")
+st.caption(
+    f"Image: {display.md(s.image_name)} · model: {display.md(s.model_name.rsplit('/', 1)[-1])}"
+)
 
 reg = state.regions(s)
 labels = reg.labels
@@ -20,7 +22,7 @@ left, right = st.columns([1, 1])
 with left:
     n_hand = A.handcrafted_count(s)
     st.image(
-        state.label_ids(lc.region_map(s.image, labels, alpha=0.25), labels),
+        display.label_ids(lc.region_map(s.image, labels, alpha=0.25), labels),
         caption=f"{reg.n_regions} regions ({n_hand} handcrafted, {s.seg.method} superpixels); "
         "change them on Craft regions",
     )
@@ -35,7 +37,7 @@ with right:
                 ex = state.run_explain(s.image, reg, s.model_name, config)
                 A.set_explanation(s, ex, config)
             except (lc.LimecraftError, lc.ModelError) as e:
-                state.error(f"Explain failed: {e}")
+                display.error(f"Explain failed: {e}")
     if s.explanation is not None:
         ex, t = s.explanation, s.explanation.timings
         run = ex.run
@@ -71,7 +73,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     "Comparing",
                 )
             except (lc.LimecraftError, lc.ModelError) as e:
-                state.error(f"Compare failed: {e}")
+                display.error(f"Compare failed: {e}")
         if s.explanation_auto is not None:
             a, b = st.columns(2)
             for col, e, title in (
@@ -82,7 +84,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     i = e.class_index(ex.target) if ex.target in e.classes else 0
                     st.markdown(f"**{title}** · R² {e.scores[i]:.3f}")
                     st.image(
-                        state.to_display(
+                        display.to_display(
                             lc.top_regions(s.image, e.segments, e.class_weights[i], k=3)
                         )
                     )
@@ -90,7 +92,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     st.caption(
                         "top: "
                         + ", ".join(
-                            f"{j}{' ' + state.md(e.region_names[j]) if e.region_names[j] else ''} ({e.class_weights[i, j]:+.3f})"
+                            f"{j}{' ' + display.md(e.region_names[j]) if e.region_names[j] else ''} ({e.class_weights[i, j]:+.3f})"
                             for j in top
                         )
                     )

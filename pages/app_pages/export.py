@@ -8,7 +8,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.report import html_report, regions_csv
 from pages.lib import analysis as A
-from pages.lib import config_form, state
+from pages.lib import config_form, display, state
 
 
 def _restore(s: state.AppState) -> None:
@@ -95,10 +95,10 @@ else:
     cols = st.columns(4)
     for col, (name, pic) in zip(cols, pics.items(), strict=False):
         with col:
-            st.image(state.to_display(pic, 240), caption=name)
+            st.image(display.to_display(pic, 240), caption=name)
             st.download_button(
                 "PNG",
-                state.png_bytes(pic),
+                display.png_bytes(pic),
                 f"{stem}_{name.replace(' ', '_')}.png",
                 "image/png",
                 key=f"dl-{name}",
@@ -148,4 +148,4 @@ st.file_uploader(
     args=(s,),
 )
 if s.message:
-    state.error(s.message)
+    display.error(s.message)

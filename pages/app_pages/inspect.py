@@ -8,7 +8,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
 from pages.lib import analysis as A
-from pages.lib import state
+from pages.lib import display, state
 from pages.lib.views import results
 
 KINDS = {
@@ -93,11 +93,11 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
     d = float(after[top] - before[top])
     new_top = int(np.argmax(after))
     st.markdown(
-        f"Top class: **{state.md(names[0])}** {before[top]:.3f} → {after[top]:.3f} ({d:+.3f})"
+        f"Top class: **{display.md(names[0])}** {before[top]:.3f} → {after[top]:.3f} ({d:+.3f})"
         + (
             ""
             if new_top == top
-            else f"; the edited image is now **{state.md(state.class_label(s, new_top))}**"
+            else f"; the edited image is now **{display.md(state.class_label(s, new_top))}**"
             f" ({after[new_top]:.3f})"
         )
     )
@@ -155,7 +155,7 @@ with c1:
     try:
         preview = apply_edit(base.image, base.labels, pending)
     except lc.LimecraftError as e:
-        state.error(str(e))
+        display.error(str(e))
         st.stop()
     b1, b2, b3 = st.columns(3)
     b1.button("Apply edit", type="primary", key="apply_edit", on_click=_apply, args=(s, pending))
@@ -165,14 +165,14 @@ with c1:
         st.markdown(
             "**Applied edits**\n"
             + "\n".join(
-                f"{i + 1}. {state.md(line)}" for i, line in enumerate(A.edit_names(s, reg.names))
+                f"{i + 1}. {display.md(line)}" for i, line in enumerate(A.edit_names(s, reg.names))
             )
         )
 with c2:
     a, b = st.columns(2)
     mark = lc.boundaries(base.image, (base.labels == region).astype(np.int32), color=(1, 0.5, 0))
     a.image(
-        state.to_display(mark, 280),
+        display.to_display(mark, 280),
         caption="before this edit (region outlined)" if s.edits else "original (region outlined)",
     )
     edited_outline = (
@@ -182,7 +182,7 @@ with c2:
         if preview.region >= 0
         else preview.image
     )
-    b.image(state.to_display(edited_outline, 280), caption="edited (region mask moves with it)")
+    b.image(display.to_display(edited_outline, 280), caption="edited (region mask moves with it)")
 before = state.predict(s, s.image)
 after = state.predict(s, preview.image)
 if before is not None and after is not None:
@@ -206,10 +206,10 @@ if st.button("Explain the edited image", key="explain_edited"):
         )
         A.set_edited(s, preview.image, ex)
     except (lc.LimecraftError, lc.ModelError) as e:
-        state.error(f"Explain failed: {e}")
+        display.error(f"Explain failed: {e}")
 if s.edited_explanation is not None and s.edited_image is not None:
     if np.array_equal(s.edited_image, preview.image):
-        st.image(state.to_display(s.edited_image, 280), caption="the explained image")
+        st.image(display.to_display(s.edited_image, 280), caption="the explained image")
         results(s, s.edited_explanation, key="edited", image=s.edited_image)
     else:
         st.info("The edits changed since that explanation; press the button again.")

@@ -11,7 +11,7 @@ import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
 from limecraft_core.limits import THRESHOLDS
-from pages.lib import config_form, state
+from pages.lib import config_form, display, state
 from pages.lib.views import VERDICT_TEXT
 
 TRUST_FIELDS = (
@@ -49,7 +49,7 @@ def trust_controls(s) -> lc.ExplainConfig:
     try:
         return base.replace(**values)
     except lc.LimecraftError as e:
-        state.error(f"These checks do not fit together: {e}")
+        display.error(f"These checks do not fit together: {e}")
         st.stop()
 
 
@@ -191,7 +191,7 @@ def _fills(s: state.AppState, ex: lc.Explanation) -> None:
     ):
         with col:
             st.image(
-                state.to_display(lc.top_regions(s.image, ex.segments, np.array(w), k=3), 260),
+                display.to_display(lc.top_regions(s.image, ex.segments, np.array(w), k=3), 260),
                 caption=f"{name}: top region {int(np.argmax(w))}, rank agreement {rho:.2f}, "
                 f"top-5 overlap {overlap:.0%}",
             )
@@ -217,7 +217,7 @@ if st.button("Check the explanation", type="primary", key="trust_run"):
     try:
         s.trust_explanation = state.run_explain(s.image, reg, s.model_name, settings, "Checking")
     except (lc.LimecraftError, lc.ModelError) as e:
-        state.error(f"The check failed: {e}")
+        display.error(f"The check failed: {e}")
 if st.session_state.get("cancel-Checking"):
     st.info("The check was cancelled. Your regions and results are kept.")
 ex = s.trust_explanation
@@ -225,7 +225,7 @@ if ex is None or not np.array_equal(ex.segments, reg.labels):
     st.info("Press **Check the explanation** to run the checks on the current regions.")
     st.stop()
 st.caption(
-    f"{state.md(ex.class_labels[0])} (class {ex.target}) · {ex.n_regions} regions · "
+    f"{display.md(ex.class_labels[0])} (class {ex.target}) · {ex.n_regions} regions · "
     f"{ex.run.samples_used} samples × {ex.config.trust.repeats} repeats · "
     f"{ex.timings['total_s']:.1f} s"
 )

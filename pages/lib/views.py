@@ -10,7 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
-from pages.lib import config_form, state
+from pages.lib import config_form, display, state
 
 BASIC = (
     "samples",
@@ -60,7 +60,7 @@ def explain_controls(s: Any) -> lc.ExplainConfig:
     try:
         return cur.replace(**values)
     except lc.LimecraftError as e:
-        state.error(f"These settings do not fit together: {e}")
+        display.error(f"These settings do not fit together: {e}")
         return cur
 
 
@@ -111,7 +111,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     r2 = ex.scores[i]
     badge = FIDELITY_TEXT[T.fidelity(r2)]
     st.markdown(
-        f"**{state.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
+        f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
         f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex)}"
     )
     if T.fidelity(r2) == "low":
@@ -124,15 +124,15 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     t1, t2, t3 = st.tabs(["Top regions", "Heatmap", "Prediction change"])
     with t1:
         over = lc.top_regions(base, ex.segments, weights, k=k, show_boundaries=True)
-        st.image(state.to_display(over), caption=f"top {k} regions for (green) and against (red)")
+        st.image(display.to_display(over), caption=f"top {k} regions for (green) and against (red)")
     with t2:
         hm = lc.heatmap(base, ex.segments, weights)
-        st.image(state.to_display(hm.image), caption="region weights")
+        st.image(display.to_display(hm.image), caption="region weights")
         _colorbar(hm)
     with t3:
         dm = lc.delta_map(base, ex.segments, deltas)
         st.image(
-            state.to_display(dm.image),
+            display.to_display(dm.image),
             caption="output drop when only this region is hidden (green: the output falls)",
         )
         _colorbar(dm)
