@@ -235,3 +235,25 @@ def test_a_bad_default_model_setting_is_a_message_not_a_traceback():
     n_exc, errors, n_buttons = json.loads(proc.stdout.strip().splitlines()[-1])
     assert n_exc == 0 and n_buttons == 0  # nothing else of the app runs
     assert "LIMECRAFT_DEFAULT_MODEL='no-such-model' is not a registered model" in errors[0]
+
+
+def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
+    """A flat image under felzenszwalb is one region (K=1): every page works, and the results
+    say so instead of drawing a slider from 1 to 1."""
+    at.sidebar.file_uploader(key="image_upload").set_value(
+        ("flat.png", png(np.full((64, 64, 3), 128, np.uint8)), "image/png")
+    ).run()
+    at.switch_page(CRAFT).run()
+    widget(at.selectbox, "Superpixels").set_value("felzenszwalb").run()
+    at.switch_page("pages/app_pages/explain.py").run()
+    widget(at.number_input, "Samples").set_value(60)
+    widget(at.number_input, "Repeats").set_value(2)
+    at.run()
+    button(at, "Explain").click().run()
+    assert not at.exception, at.exception
+    assert state(at).explanation.n_regions == 1
+    assert not [e.value for e in at.error]
+    assert any("1 region" in m.value for m in at.markdown)
+    for page in (CRAFT, INSPECT, "pages/app_pages/trust.py", EXPORT):
+        at.switch_page(page).run()
+        assert not at.exception and not [e.value for e in at.error], page

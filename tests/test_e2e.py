@@ -176,3 +176,18 @@ def test_trust_page_in_the_browser(page, app_url):
         page.get_by_text(heading, exact=True).first.wait_for(timeout=30000)
     page.wait_for_timeout(1500)
     shot(page, "9-trust")
+
+
+def test_the_viewer_toolbar_hides_deploy_and_clear_cache(page, app_url):
+    """.streamlit/config.toml sets toolbarMode = "viewer": no Deploy button, and the main menu
+    offers no "Clear cache"."""
+    page.goto(app_url)
+    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
+    wait_idle(page)
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    menu = page.locator('[data-testid="stMainMenu"]')
+    if menu.count():
+        menu.first.click()
+        page.wait_for_timeout(300)
+        assert page.get_by_text("Clear cache").count() == 0
+    shot(page, "10-viewer-toolbar")

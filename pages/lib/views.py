@@ -99,9 +99,13 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         format_func=lambda c: f"{ex.class_labels[ex.classes.index(c)]} ({c})",
     )
     i = ex.class_index(cls)
-    k = c2.slider(
-        "Top k regions", 1, max(1, min(20, ex.n_regions)), min(5, ex.n_regions), key=f"{key}_k"
-    )
+    if ex.n_regions > 1:
+        k = c2.slider(
+            "Top k regions", 1, min(20, ex.n_regions), min(5, ex.n_regions), key=f"{key}_k"
+        )
+    else:  # a slider from 1 to 1 cannot be drawn
+        k = 1
+        c2.markdown("**1 region**: the whole image is one feature")
     show_b = c3.toggle("Boundaries", True, key=f"{key}_bounds")
     weights, deltas = ex.class_weights[i], ex.deltas[i]
     img = image if image is not None else s.image
