@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +94,7 @@ def _f(
     flat: str | None = None,
     page: str = "explain",
 ) -> Any:
+    assert kind in KINDS, kind
     meta = {
         "help": help,
         "kind": kind,
@@ -610,6 +611,3 @@ def parse_text(spec_: FieldSpec, text: str) -> Any:
 
 def _parts(t: str) -> list[str]:
     return [x.strip() for x in t.split(",") if x.strip()]
-
-
-Plugin = Callable[..., Any]

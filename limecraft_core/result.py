@@ -91,19 +91,6 @@ def _nullable(a: np.ndarray) -> list[float | None]:
     return [float(x) if np.isfinite(x) else None for x in a]
 
 
-def _jsonable(v: Any) -> Any:
-    """Settings values as plain JSON types (numpy scalars and tuples become numbers and lists)."""
-    if isinstance(v, dict):
-        return {str(a): _jsonable(b) for a, b in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        return v.item()
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return str(v)
-
-
 TRUST_KEYS = ("stability", "convergence", "kernel_sweep", "faithfulness", "fills", "early_stop")
 
 
