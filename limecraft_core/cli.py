@@ -44,22 +44,13 @@ def _positive_int(name: str):
 
 def _setting_type(spec: Any):
     """argparse type for one setting: text to value, then checked by the schema's own rules."""
-    from .config import ExplainConfig, parse_text
+    from .config import check_setting, parse_text
 
     def parse(s: str) -> Any:
         try:
-            v = parse_text(spec, s)
+            return check_setting(spec.name, parse_text(spec, s))
         except LimecraftError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-        try:
-            ExplainConfig.from_flat({spec.name: v})  # the one validation, with its message
-        except LimecraftError as e:
-            msg = str(e)
-            # a cross-field rule (e.g. convergence needs repeats) is checked once all flags are read
-            if "needs" in msg or "at most samples" in msg:
-                return v
-            raise argparse.ArgumentTypeError(msg) from None
-        return v
 
     parse.__name__ = spec.name
     return parse

@@ -565,6 +565,12 @@ def spec(name: str) -> FieldSpec:
         raise LimecraftError(f"unknown setting {name!r}") from None
 
 
+def check_setting(name: str, value: Any) -> Any:
+    """One setting's value, checked by its field's own rule (not the rules between fields,
+    which :class:`ExplainConfig` checks once every value is known)."""
+    return _check(spec(name), value)
+
+
 def parse_text(spec_: FieldSpec, text: str) -> Any:
     """A setting's value from text, as typed on the command line (then checked by the schema)."""
     kind = spec_.kind

@@ -6,6 +6,7 @@ the result and its JSON in :mod:`limecraft_core.result`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ def explain(
         regions, seg = stages.prepare_regions(
             img, cfg.segmentation, segments, regions_mask, region_names, cfg.sampling.seed
         )
-    cfg = ExplainConfig(**{**cfg.__dict__, "segmentation": seg})  # what really made the regions
+    cfg = dataclasses.replace(cfg, segmentation=seg)  # what really made the regions
     kern = kernel or make_kernel(cfg.surrogate.kernel_width)
     with timer("sampling_s"):
         scene = stages.prepare_scene(img, regions, scorer, cfg.fill, cfg.speed.batch_size)

@@ -12,9 +12,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -658,19 +659,13 @@ class Timer:
         self.t0 = time.perf_counter()
         self.timings: dict[str, float] = {}
 
-    def __call__(self, name: str):
-        timer = self
-
-        class _Span:
-            def __enter__(self) -> None:
-                self.start = time.perf_counter()
-
-            def __exit__(self, *exc: object) -> None:
-                timer.timings[name] = (
-                    timer.timings.get(name, 0.0) + time.perf_counter() - self.start
-                )
-
-        return _Span()
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
     def done(self) -> dict[str, float]:
         return {**self.timings, "total_s": time.perf_counter() - self.t0}
