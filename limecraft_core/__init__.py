@@ -32,12 +32,17 @@ from .perturbation import (
 )
 from .render import (
     Heatmap,
+    TintedRegions,
     boundaries,
     colorbar,
     delta_map,
     heatmap,
+    overlay_legend,
     region_map,
+    stack_vertically,
+    tinted_regions,
     top_regions,
+    weight_overlay,
 )
 from .result import Explanation, RunInfo
 from .scorer import Scorer
@@ -87,6 +92,7 @@ __all__ = [
     "RunInfo",
     "Scorer",
     "SurrogateFit",
+    "TintedRegions",
     "TrustResults",
     "__version__",
     "apply_edit",
@@ -108,6 +114,7 @@ __all__ = [
     "masks_from_label_image",
     "merge_by_keys",
     "merge_regions",
+    "overlay_legend",
     "perturbed_images",
     "region_map",
     "regions_from_labels",
@@ -116,7 +123,10 @@ __all__ = [
     "sample_masks",
     "segment",
     "split_region",
+    "stack_vertically",
+    "tinted_regions",
     "top_regions",
     "transform_mask",
     "uniform_kernel",
+    "weight_overlay",
 ]
