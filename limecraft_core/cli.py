@@ -112,7 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
     e.add_argument(
-        "--top-k", type=_positive_int("--top-k"), default=5, help="regions shown in overlay.png"
+        "--top-k",
+        type=_positive_int("--top-k"),
+        default=5,
+        help="regions tinted in overlay.png on each side: k for and k against (default: 5)",
     )
     add_settings(e)
     e.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -163,10 +166,13 @@ def settings_from_args(a: argparse.Namespace):
     )
 
 
+#: overlay.png is at least this many pixels on its long side, so that region ids are readable.
+OVERLAY_LONG_SIDE = 512
+
+
 def cmd_explain(a: argparse.Namespace) -> int:
     from models.registry import load_classifier
 
-    from . import render
     from .explain import explain
     from .io import encode_png, read_image, read_label_map, read_labels, read_mask
 
@@ -195,6 +201,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         model,
         segments=segments,
         regions_mask=regions_mask,
+        region_names=_hand_names(regions_mask),
         config=config,
         progress=_progress_printer(a.quiet),
     )
@@ -207,25 +214,94 @@ def cmd_explain(a: argparse.Namespace) -> int:
         "segments_file": a.segments_file,
         "regions_mask": a.regions_mask,
     }
-    (out / "explanation.json").write_text(json.dumps(doc, indent=2))
-    np.save(out / "segments.npy", result.segments)
-    overlay = render.top_regions(image, result.segments, result.weights, k=a.top_k)
-    (out / "overlay.png").write_bytes(encode_png(overlay))
+    files = [out / "explanation.json", out / "segments.npy", out / "overlay.png"]
+    files[0].write_text(json.dumps(doc, indent=2))
+    np.save(files[1], result.segments)
+    files[2].write_bytes(encode_png(overlay_picture(image, result, a.top_k)))
     if not a.quiet:
-        order = np.argsort(-np.abs(result.weights))[:5]
-        print(
-            f"{result.class_labels[0]} (class {result.target}, {config.targets.output_space} "
-            f"{result.predictions[0]:.3f}); {result.n_regions} regions, R^2 {result.score:.3f}, "
-            f"{result.timings['total_s']:.2f} s"
-        )
-        for k in order:
-            name = f" ({result.region_names[k]!r})" if result.region_names[k] else ""
-            print(
-                f"  region {k}{name}: weight {result.weights[k]:+.4f}, delta {result.deltas[0, k]:+.4f}"
-            )
-        _print_trust(result)
-        print(f"wrote {out / 'explanation.json'}, {out / 'segments.npy'}, {out / 'overlay.png'}")
+        _print_summary(result, config.targets.output_space, a.top_k)
+        for f in files:
+            print(f"wrote {f}")
     return 0
+
+
+def _hand_names(regions_mask: np.ndarray | None) -> list[str] | None:
+    """'hand 1', 'hand 2', ...: a handcrafted region's one name, never read as another region's id."""
+    if regions_mask is None:
+        return None
+    n = 1 if regions_mask.dtype == np.bool_ else len(np.unique(regions_mask[regions_mask != 0]))
+    return [f"hand {i + 1}" for i in range(n)]
+
+
+def region_label(result: Any, k: int) -> str:
+    """How the summary names region ``k``: its name if it has one, else 'region k'.
+
+    overlay.png writes the same region as its name, or as the bare id ``k``.
+    """
+    return result.region_names[k] or f"region {k}"
+
+
+def overlay_picture(image: np.ndarray, result: Any, k: int) -> np.ndarray:
+    """overlay.png: the weight overlay, at least 512 px on its long side, over its legend.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, the explained image
+    result : Explanation
+    k : int >= 1, regions tinted on each side
+
+    Returns
+    -------
+    (H', W', 3) uint8 ndarray; each tinted region carries its id (or its name), as in the summary.
+    """
+    from . import render
+
+    long_side = max(OVERLAY_LONG_SIDE, *result.segments.shape)
+    texts = [name or str(i) for i, name in enumerate(result.region_names)]
+    chosen = render.tinted_regions(result.weights, k=k)
+    over = render.weight_overlay(
+        image, result.segments, result.weights, k=k, names=texts, long_side=long_side
+    )
+    legend = render.overlay_legend(
+        over.shape[1], class_label=result.class_labels[0], k=k, vmax=chosen.vmax
+    )
+    return render.stack_vertically(over, legend)
+
+
+def _num(x: float | None, fmt: str) -> str:
+    """A number, or 'n/a' where it was not computed."""
+    return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def _print_summary(result: Any, output_space: str, k: int) -> None:
+    """The result in lines of ``name=value`` entries separated by '; ', one list item a line."""
+    from . import render
+
+    label = json.dumps(result.class_labels[0], ensure_ascii=False)
+    print(
+        f"target={label}; class={result.target}; {output_space}={result.predictions[0]:.3f}; "
+        f"regions={result.n_regions}; R^2={result.score:.3f}; time={result.timings['total_s']:.2f} s"
+    )
+    chosen = render.tinted_regions(result.weights, k=k)
+    if chosen.ids:
+        print(
+            f"regions tinted in overlay.png with the largest |weight| first (green: for {label}; "
+            f"red: against; delta: the drop in {output_space} when only that region is hidden):"
+        )
+    else:
+        print("no region has a non-zero weight; overlay.png tints none")
+    for r in chosen.ids:
+        print(
+            f"  {region_label(result, r)}: weight={result.weights[r]:+.4f}; "
+            f"delta={_num(result.deltas[0, r], '+.4f')}"
+        )
+    rest = result.n_regions - len(chosen.ids)
+    if rest:
+        print(
+            f"{rest} other regions are not tinted (under {render.MIN_SHARE:.0%} of the largest "
+            f"|weight| or beyond the top {k} of their side); explanation.json lists every region"
+        )
+    _print_trust(result)
 
 
 def _print_trust(result: Any) -> None:
@@ -235,35 +311,41 @@ def _print_trust(result: Any) -> None:
     if t.stability is not None:
         st = t.stability
         print(
-            f"stability over {st.repeats} repeats: {st.verdict} (Kendall's W {st.kendall_w:.3f}, "
-            f"top-5 Jaccard {st.jaccard_top5:.2f}, sign flips {st.sign_flips:.0%})"
+            f"stability: repeats={st.repeats}; verdict={st.verdict}; Kendall's W={st.kendall_w:.3f}; "
+            f"top-5 Jaccard={st.jaccard_top5:.2f}; sign flips={st.sign_flips:.0%}"
         )
     if t.convergence is not None:
         c = t.convergence
-        needed = f"{c.needed} samples" if c.needed else f"more than {c.sizes[-1]} samples"
-        print(f"convergence: W >= {THRESHOLDS['convergence_kendall_w']} from {needed}")
+        w = THRESHOLDS["convergence_kendall_w"]
+        if c.needed:
+            print(f"convergence: Kendall's W >= {w} from {c.needed} samples")
+        else:
+            print(f"convergence: Kendall's W >= {w} not reached within {c.sizes[-1]} samples")
     if t.kernel_sweep is not None:
-        k = t.kernel_sweep
+        ks = t.kernel_sweep
         print(
-            f"kernel widths {k.widths}: R^2 {[round(x, 3) for x in k.scores]}; "
-            f"width-sensitive regions: {k.sensitive or 'none'}"
+            "kernel sweep R^2: "
+            + "; ".join(
+                f"{'uniform' if w == 'uniform' else f'width {w:g}'}={r2:.3f}"
+                for w, r2 in zip(ks.widths, ks.scores, strict=True)
+            )
         )
+        sensitive = "; ".join(region_label(result, r) for r in ks.sensitive) or "none"
+        print(f"width-sensitive regions: {sensitive}")
     if t.faithfulness is not None:
         f = t.faithfulness
         print(
-            f"faithfulness: deletion AUC {f.deletion_auc:.3f} (random {f.random_deletion_auc:.3f}), "
-            f"insertion AUC {f.insertion_auc:.3f} (random {f.random_insertion_auc:.3f}), "
-            f"held-out R^2 {f.heldout_r2:.3f}"
+            f"faithfulness: deletion AUC={f.deletion_auc:.3f}; "
+            f"random deletion AUC={f.random_deletion_auc:.3f}; insertion AUC={f.insertion_auc:.3f}; "
+            f"random insertion AUC={f.random_insertion_auc:.3f}; "
+            f"held-out R^2={_num(f.heldout_r2, '.3f')}"
         )
     if t.fills is not None:
-        f = t.fills
-        print(
-            "fills: "
-            + "; ".join(
-                f"{n}: top region {top}, Spearman {rho:.2f}"
-                for n, top, rho in zip(f.fills, f.top1, f.spearman[0], strict=True)
-            )
-        )
+        fc = t.fills
+        print("fills (the top region; Spearman = rank agreement with the main fill):")
+        for i, (name, top, rho) in enumerate(zip(fc.fills, fc.top1, fc.spearman[0], strict=True)):
+            main = " (main)" if i == 0 else ""
+            print(f"  {name}{main}: top={region_label(result, top)}; Spearman={rho:.2f}")
 
 
 def cmd_models(_a: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ import torch
 from PIL import Image
 from toys import ChannelMeans
 
+from limecraft_core import render
 from limecraft_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +74,8 @@ def test_explain_writes_the_three_files(files, photo):
     doc = json.loads((out / "explanation.json").read_text())
     seg = np.load(out / "segments.npy")
     overlay = np.asarray(Image.open(out / "overlay.png"))
-    assert seg.shape == photo.shape[:2] and overlay.shape == photo.shape
+    assert seg.shape == photo.shape[:2]
+    assert overlay.shape[1] == 512 and overlay.shape[0] > 384  # 4x the 128x96 image, then a legend
     assert doc["image"] == {"width": 128, "height": 96}
     assert doc["target"]["label"] in {"red", "green", "blue", "gold"}
     assert len(doc["regions"]) == seg.max() + 1
@@ -116,6 +119,109 @@ def test_explain_with_a_regions_mask(files):
     doc = json.loads((out / "explanation.json").read_text())
     assert [r["key"] for r in doc["regions"]] == ["hand:0", "background"]
     assert doc["regions"][0]["pixels"] == 40 * 60
+
+
+SUMMARY_ROW = re.compile(r"^  (region \d+|hand \d+|background): weight=([+-]\d\.\d{4}); delta=\S+$")
+
+
+def _toy_args(files, out, *more: str) -> list[str]:
+    return [
+        "explain",
+        str(files["img"]),
+        "--out",
+        str(out),
+        "--model",
+        str(files["model"]),
+        "--labels",
+        str(files["labels"]),
+        "--input-size",
+        "48",
+        "--samples",
+        "60",
+        *more,
+    ]
+
+
+def test_overlay_is_large_and_carries_the_ids_of_the_summary(files, photo, capsys):
+    out = files["dir"] / "ids"
+    assert main(_toy_args(files, out, "--segmentation", "grid", "--n-segments", "12")) == 0
+    printed = [SUMMARY_ROW.match(line) for line in capsys.readouterr().out.splitlines()]
+    rows = [(m.group(1), float(m.group(2))) for m in printed if m]
+    doc = json.loads((out / "explanation.json").read_text())
+    seg = np.load(out / "segments.npy")
+    weights = np.array([r["weight"] for r in doc["regions"]])
+    ids = [int(name.split()[1]) for name, _ in rows]
+    assert ids and all(name.startswith("region ") for name, _ in rows)
+    assert set(ids) <= set(np.unique(seg).tolist())  # the summary's ids are the segments' ids
+    assert tuple(ids) == render.tinted_regions(weights, k=5).ids  # the regions tinted, in order
+    assert all(abs(weights[i] - w) < 1e-4 for i, (_, w) in zip(ids, rows, strict=True))
+
+    picture = np.asarray(Image.open(out / "overlay.png").convert("RGB"))
+    assert max(picture.shape[:2]) >= 512
+    plain = render.weight_overlay(photo, seg, weights, k=5, long_side=512, ids=False)
+    drawn = np.abs(picture[: plain.shape[0]].astype(int) - plain)
+    scale = plain.shape[1] / seg.shape[1]
+    where = {r: (x * scale, y * scale) for r, x, y in render.id_positions(seg)}
+    for i in ids:  # each printed id is written on its region in overlay.png
+        x, y = (int(v) for v in where[i])
+        assert drawn[y - 5 : y + 5, x - 5 : x + 5].max() > 80, i
+    legend = picture[plain.shape[0] :]
+    assert (legend == 255).mean() > 0.5 and not (legend == 255).all()  # a legend under it
+
+
+def test_a_handcrafted_region_prints_under_one_name(files, capsys):
+    out = files["dir"] / "hand"
+    args = _toy_args(files, out, "--regions-mask", str(files["mask"]), "--outer-segments", "1")
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    doc = json.loads((out / "explanation.json").read_text())
+    assert [r["name"] for r in doc["regions"]] == ["hand 1", "background"]
+    rows = [m.group(1) for m in map(SUMMARY_ROW.match, text.splitlines()) if m]
+    assert "hand 1" in rows, text
+    assert "region 0" not in text and "region 1" not in text and "'" not in text
+
+
+def test_summary_lines_are_unambiguous(files, capsys):
+    out = files["dir"] / "trust"
+    args = _toy_args(
+        files,
+        out,
+        "--segmentation",
+        "grid",
+        "--n-segments",
+        "6",
+        "--repeats",
+        "2",
+        "--convergence",
+        "30,60",
+        "--kernel-widths",
+        "0.25,uniform",
+        "--faithfulness",
+        "--compare-fills",
+        "blur",
+    )
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    wrote = [line for line in lines if line.startswith("wrote ")]
+    assert [Path(line[6:]).name for line in wrote] == [
+        "explanation.json",
+        "segments.npy",
+        "overlay.png",
+    ]
+    heads = {line.split(":")[0] for line in lines if not line.startswith(" ")}
+    assert {"stability", "convergence", "kernel sweep R^2", "faithfulness"} <= heads
+    for line in lines:
+        if line in wrote:
+            continue
+        assert "," not in line, line  # ";" between entries, never a comma inside one
+        head, _, body = line.partition(": ")
+        if head in {"stability", "faithfulness", "kernel sweep R^2"} or head.startswith("target"):
+            entries = line.split("; ") if head.startswith("target") else body.split("; ")
+            assert all(e.count("=") == 1 for e in entries), line
+    fills = [line for line in lines if line.startswith("  ") and "Spearman=" in line]
+    assert len(fills) == 2 and "(main)" in fills[0] and fills[1].startswith("  blur: top=")
+    for line in fills:
+        assert re.fullmatch(r"  \S+( \(main\))?: top=region \d+; Spearman=-?\d\.\d\d", line), line
 
 
 def test_subprocess_prints_a_summary(files):
