@@ -25,6 +25,7 @@ except LimecraftError as e:
 # Access control (LIMECRAFT_AUTH): until this session signs in, only the sign-in shows.
 auth.gate()
 
+sidebar.load_pending()  # a just-uploaded image: decoded and segmented here, with progress
 app = state.get()
 sidebar.sidebar(app)
 
@@ -48,8 +49,13 @@ pages = [
         "pages/app_pages/export.py", title="Export", icon=":material/download:", url_path="export"
     ),
 ]
+page = st.navigation(pages)
+st.set_page_config(page_title=f"{page.title} · LIMEcraft")  # each page's own browser tab title
+if app.message:  # e.g. a reopened analysis's model is gone: said once, on top of the page
+    sidebar.error(app.message)
+    app.message = None
 try:
-    st.navigation(pages).run()
+    page.run()
 except Exception as e:  # a bug must not show a traceback; the session keeps its work
     logging.getLogger("limecraft").exception("page failed")
     st.error(

@@ -248,6 +248,18 @@ def load_model_file(path: str | Path, *, arch: str | None = None) -> torch.nn.Mo
     raise LimecraftError(
         f"model file {str(path)!r} is neither a torch.export (.pt2) nor a TorchScript program. "
         "A whole pickled model (torch.save(model)) is refused because unpickling can run code: "
-        "export it with torch.export.save or torch.jit.save, or save its state_dict and give the "
-        "architecture name (--arch)"
+        "export it with torch.export.save or torch.jit.save, or save its state_dict and name its "
+        "torchvision architecture"
     )
+
+
+def file_format(path: str | Path, *, arch: str | None = None) -> str:
+    """What kind of model file this is, in words: ``torch.export (.pt2)``, ``TorchScript`` or
+    ``state_dict (resnet18)``. The file is not loaded; call after :func:`load_model_file`."""
+    if arch is not None:
+        return f"state_dict ({arch})"
+    p = Path(path)
+    names = _zip_names(p)
+    if p.suffix.lower() == ".pt2" or any(n.endswith("archive_format") for n in names):
+        return "torch.export (.pt2)"
+    return "TorchScript"

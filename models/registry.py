@@ -140,6 +140,24 @@ def model_info(name: str) -> ModelInfo:
     )
 
 
+def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
+    """Why a registered model cannot mean anything for an image of this shape, or None.
+
+    The demo model was trained only on 128x128 synthetic shape pictures; on anything else its
+    scores are numbers without meaning, however confident they look."""
+    if name == "demo":
+        from . import demo
+
+        if tuple(image_shape[:2]) != (demo.IMAGE_SIZE, demo.IMAGE_SIZE):
+            return (
+                "The demo model knows only LIMEcraft's synthetic shapes (circle, square, "
+                f"triangle, star on {demo.IMAGE_SIZE}×{demo.IMAGE_SIZE} px pictures). On this "
+                "image its prediction, its fit and its badges mean nothing: use a model trained "
+                "for images like this one (upload your own model in the sidebar)."
+            )
+    return None
+
+
 def is_registered(spec: str) -> bool:
     """Whether ``spec`` is a registry name (``demo`` or a zoo name), not a model file."""
     return isinstance(spec, str) and (spec == "demo" or spec in zoo.ZOO)

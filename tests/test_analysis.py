@@ -334,7 +334,7 @@ def test_a_reload_brings_the_analysis_back():
     # an id that is not saved: a plain message and a fresh analysis
     lost = run_app({"a": "x" * 32})
     assert lost.session_state["app"].hand == []
-    assert any("not saved here" in e.value for e in lost.sidebar.error)
+    assert any("not saved here" in e.value for e in lost.main.error)
 
 
 OIDC = {
@@ -363,7 +363,7 @@ def test_an_analysis_opens_only_for_the_account_that_made_it(monkeypatch):
     stranger = run_app({"a": aid}, user=eve, secrets=OIDC)
     s = stranger.session_state["app"]
     assert s.hand == [] and s.id != aid  # nothing of Ada's
-    assert any("belongs to another account" in e.value for e in stranger.sidebar.error)
+    assert any("belongs to another account" in e.value for e in stranger.main.error)
     stranger.run()
     assert run_app({"a": aid}, user=ada, secrets=OIDC).session_state["app"].hand[0].name == "tag"
 
@@ -472,8 +472,8 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     assert "the explained image" in image_captions(at)
     # undo: the explanation no longer matches the preview, and says so
     button(at, "Undo").click().run()
-    assert any("edits changed" in i.value for i in at.info)
+    assert any("differs from the preview" in i.value for i in at.info)
     # another image: no stale message about the other analysis' edits
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     at.run()
-    assert not any("edits changed" in i.value for i in at.info)
+    assert not any("differs from the preview" in i.value for i in at.info)

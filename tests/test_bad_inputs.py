@@ -973,4 +973,4 @@ def test_app_second_model_upload_is_the_model_used(at, tmp_path):
     from pages.lib import state as state_module
 
     s = app_state(at)
-    assert state_module.classifier(s.model_name).predict(s.image).shape == (2,)
+    assert state_module.classifier(s).predict(s.image).shape == (2,)

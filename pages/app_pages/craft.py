@@ -126,7 +126,10 @@ def drawing(s: state.AppState) -> None:
     from streamlit_drawable_canvas import st_canvas  # only inside a running app (import gotcha)
 
     h, w = s.image.shape[:2]
-    width = CANVAS_WIDTH if w >= h else max(200, round(CANVAS_WIDTH * w / h))
+    # As wide as the column the browser gives it (at most CANVAS_WIDTH), so the whole image can
+    # be drawn on at any window size; the mask is mapped back to image pixels.
+    room = min(CANVAS_WIDTH, display.column_width("canvas_room", CANVAS_WIDTH))
+    width = room if w >= h else max(160, min(room, round(CANVAS_WIDTH * w / h)))
     height = max(1, round(width * h / w))
     if st.session_state.pop("_clear_region_name", False):
         st.session_state["new_region_name"] = ""  # allowed: the input is not drawn yet this run
@@ -242,10 +245,11 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
     if chosen:
         m = np.isin(labels, chosen)
         picture[m] = (0.4 * picture[m] + 0.6 * np.array([255, 255, 255])).astype(np.uint8)
-    left, right = st.columns([3, 2], gap="large")
+    left, right = display.columns("pick_room", [3, 2], gap="large")
     with left:
         streamlit_image_coordinates(
             display.label_ids(picture, labels, CANVAS_WIDTH),
+            width="content",  # shrinks to the column; clicks come back in displayed pixels
             key="pick",
             on_click=functools.partial(_on_pick, s, labels, reg.keys),
             cursor="crosshair",
@@ -260,11 +264,11 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
     name = right.text_input(
         "Name for the merged region", key="merge_name", placeholder="merged region"
     )
-    c2, c3 = right.columns(2)
-    if c2.button(f"Merge selected ({len(chosen)})", key="merge", disabled=len(chosen) < 2):
+    row = right.container(horizontal=True)  # buttons wrap rather than truncate their labels
+    if row.button(f"Merge selected ({len(chosen)})", key="merge", disabled=len(chosen) < 2):
         A.merge(s, reg, sorted(chosen), name)
         st.rerun()
-    c3.button(
+    row.button(
         "Clear selection",
         key="clear_sel",
         disabled=not chosen,
@@ -291,7 +295,7 @@ st.caption(
     "the rest is covered by automatic superpixels."
 )
 superpixel_controls(s)
-left, right = st.columns([3, 2], gap="large")
+left, right = display.columns("craft_room", [3, 2], gap="large")
 with left:
     st.subheader("Draw a region")
     drawing(s)

@@ -10,19 +10,64 @@ from pages.lib import analysis as A
 from pages.lib import display, state
 from pages.lib.views import explain_controls, results
 
+STEPS = (
+    "**1. Pick the regions** on *Craft regions*: automatic superpixels, regions you draw, "
+    "superpixels you merge.",
+    "**2. Explain** here: LIME hides regions at random and fits how the prediction changes.",
+    "**3. Inspect**: recolour, move or remove a region and watch the prediction move.",
+)
+
+
+def first_steps() -> None:
+    """Three short steps on a first visit, until dismissed or the first explanation."""
+    if st.session_state.get("steps_seen") or state.get().explanation is not None:
+        return
+    with st.container(border=True):
+        st.markdown("**How it works**  \n" + "  \n".join(STEPS))
+        st.button(
+            "Got it",
+            key="steps_ok",
+            on_click=st.session_state.__setitem__,
+            args=("steps_seen", True),
+        )
+
+
+def image_header(s: state.AppState) -> None:
+    """Which image and model, what the image shows, and whether the model can mean anything."""
+    ref = A.model_ref(s)
+    st.markdown(
+        f"**{display.md(s.image_name)}**"
+        + (f": {display.md(s.note)}" if s.note else "")
+        + f"  \nmodel: {display.md(ref.display_name)}"
+    )
+    warning = state.model_fit_warning(s)
+    if warning:
+        st.warning(warning, icon=":material/warning:")
+
+
 s = state.get()
 st.title("LIMEcraft")
-st.caption(
-    f"Image: {display.md(s.image_name)} · model: {display.md(s.model_name.rsplit('/', 1)[-1])}"
-)
+first_steps()
+image_header(s)
 
 reg = state.regions(s)
 labels = reg.labels
 left, right = st.columns([1, 1])
 with left:
     n_hand = A.handcrafted_count(s)
+    photo = st.segmented_control(
+        "Show",
+        ["Photo with outlines", "Region map"],
+        default="Photo with outlines",
+        key="explain_view",
+        label_visibility="collapsed",
+    )
+    if photo == "Region map":
+        picture = display.label_ids(lc.region_map(s.image, labels, alpha=0.25), labels)
+    else:
+        picture = display.outlined(s.image, labels)
     st.image(
-        display.label_ids(lc.region_map(s.image, labels, alpha=0.25), labels),
+        picture,
         caption=f"{reg.n_regions} regions ({n_hand} handcrafted, {s.seg.method} superpixels); "
         "change them on Craft regions",
     )
@@ -34,7 +79,7 @@ with right:
     if clicked:
         if state.ready_classifier(s) is not None:
             try:
-                ex = state.run_explain(s.image, reg, s.model_name, config)
+                ex = state.run_explain(s.image, reg, A.model_ref(s), config)
                 A.set_explanation(s, ex, config)
             except (lc.LimecraftError, lc.ModelError) as e:
                 display.error(f"Explain failed: {e}")
@@ -68,7 +113,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
                 s.explanation_auto = state.run_explain(
                     s.image,
                     state.regions(s, handcrafted=False),
-                    s.model_name,
+                    A.model_ref(s),
                     s.config,
                     "Comparing",
                 )

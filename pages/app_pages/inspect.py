@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import streamlit as st
 
@@ -83,6 +85,29 @@ def _reset(s: state.AppState) -> None:
     _fresh_controls()
 
 
+def _weights(s: state.AppState, k: int) -> np.ndarray | None:
+    ex = s.explanation
+    if ex is None or ex.n_regions != k:
+        return None
+    return ex.class_weights[0]
+
+
+def region_order(s: state.AppState, names: tuple[str, ...], k: int) -> list[int]:
+    """Named regions first (the ones the analyst made), then by |weight| when explained."""
+    w = _weights(s, k)
+    return sorted(
+        range(k),
+        key=lambda i: (not names[i], -abs(float(w[i])) if w is not None else 0.0, i),
+    )
+
+
+def region_label(s: state.AppState, names: tuple[str, ...], i: int) -> str:
+    """``id name (weight)``: the id of the maps, the name given on Craft, the weight explained."""
+    w = _weights(s, len(names))
+    label = f"{i} {names[i]}".strip() if i < len(names) else str(i)
+    return label + (f" (weight {w[i]:+.3f})" if w is not None else "")
+
+
 def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -> None:
     order = list(np.argsort(-before)[:5])
     for i in np.argsort(-after)[:5]:
@@ -143,13 +168,14 @@ base = edited(s.image, reg.labels, tuple(s.edits))
 k = int(base.labels.max()) + 1
 # Edits keep the region ids unless a region vanished; then the names no longer line up.
 names = reg.names if k == reg.n_regions else ("",) * k
-c1, c2 = st.columns([1, 1], gap="large")
+c1, c2 = display.columns("inspect_room", [1, 1], gap="large")
 with c1:
     region = st.selectbox(
         "Region",
-        list(range(k)),
+        region_order(s, names, k),
         key="edit_region",
-        format_func=lambda i: f"{i} {names[i]}".strip() if i < len(names) else str(i),
+        format_func=functools.partial(region_label, s, names),
+        help="Named regions first, then by how much the explanation weighs them",
     )
     pending = edit_controls(int(region), *s.image.shape[:2])
     try:
@@ -157,10 +183,10 @@ with c1:
     except lc.LimecraftError as e:
         display.error(str(e))
         st.stop()
-    b1, b2, b3 = st.columns(3)
-    b1.button("Apply edit", type="primary", key="apply_edit", on_click=_apply, args=(s, pending))
-    b2.button("Undo", key="undo_edit", disabled=not s.edits, on_click=_undo, args=(s,))
-    b3.button("Reset", key="reset_edits", disabled=not s.edits, on_click=_reset, args=(s,))
+    row = st.container(horizontal=True)  # buttons wrap rather than truncate their labels
+    row.button("Apply edit", type="primary", key="apply_edit", on_click=_apply, args=(s, pending))
+    row.button("Undo", key="undo_edit", disabled=not s.edits, on_click=_undo, args=(s,))
+    row.button("Reset", key="reset_edits", disabled=not s.edits, on_click=_reset, args=(s,))
     if s.edits:
         st.markdown(
             "**Applied edits**\n"
@@ -202,14 +228,18 @@ if st.button("Explain the edited image", key="explain_edited"):
             preview.labels, list(names) if k2 == len(names) else None
         )
         ex = state.run_explain(
-            preview.image, edited_regions, s.model_name, s.config, "Explaining the edited image"
+            preview.image, edited_regions, A.model_ref(s), s.config, "Explaining the edited image"
         )
         A.set_edited(s, preview.image, ex)
     except (lc.LimecraftError, lc.ModelError) as e:
         display.error(f"Explain failed: {e}")
 if s.edited_explanation is not None and s.edited_image is not None:
-    if np.array_equal(s.edited_image, preview.image):
-        st.image(display.to_display(s.edited_image, 280), caption="the explained image")
-        results(s, s.edited_explanation, key="edited", image=s.edited_image)
-    else:
-        st.info("The edits changed since that explanation; press the button again.")
+    same = np.array_equal(s.edited_image, preview.image)
+    if not same:
+        st.info(
+            "This explanation is of the edited image shown here, which differs from the preview "
+            "above: press the button to explain the preview.",
+            icon=":material/info:",
+        )
+    st.image(display.to_display(s.edited_image, 280), caption="the explained image")
+    results(s, s.edited_explanation, key="edited", image=s.edited_image)

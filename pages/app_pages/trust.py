@@ -11,7 +11,8 @@ import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
 from limecraft_core.limits import THRESHOLDS
-from pages.lib import config_form, display, state
+from pages.lib import analysis as A
+from pages.lib import charts, config_form, display, state
 from pages.lib.views import VERDICT_TEXT
 
 TRUST_FIELDS = (
@@ -66,36 +67,17 @@ def _stability(ex: lc.Explanation) -> None:
         f"unstable: W < {T.UNSTABLE_W}, overlap < {T.UNSTABLE_JACCARD} or over "
         f"{T.UNSTABLE_FLIPS:.0%} of the top-10 flip; borderline in between."
     )
-    mean = np.array(stb.mean)
-    order = np.argsort(-np.abs(mean))[:15]
-    df = pd.DataFrame(
-        {
-            "region": [f"{k} {ex.region_names[k]}".strip() for k in order],
-            "mean weight": mean[order],
-            "low": np.array(stb.ci_low)[order],
-            "high": np.array(stb.ci_high)[order],
-        }
-    )
-    bars = (
-        alt.Chart(df)
-        .mark_bar()
-        .encode(
-            y=alt.Y("region:N", sort=None),
-            x="mean weight:Q",
-            color=alt.condition(
-                "datum['mean weight'] > 0", alt.value("#2e7d32"), alt.value("#c2185b")
-            ),
-        )
-    )
-    err = (
-        alt.Chart(df)
-        .mark_rule(color="black")
-        .encode(y=alt.Y("region:N", sort=None), x="low:Q", x2="high:Q")
-    )
+    st.markdown("**Mean weight over the repeats, with its 95% interval** (top 15 by |mean|)")
     st.altair_chart(
-        (bars + err).properties(height=320, title="mean weight and 95% interval, top 15"),
+        charts.interval_chart(
+            np.array(stb.mean),
+            np.array(stb.ci_low),
+            np.array(stb.ci_high),
+            [n or None for n in ex.region_names],
+        ),
         width="stretch",
     )
+    st.caption(":green[■] for the class · :red[■] against it · black line: the 95% interval")
 
 
 def _convergence(ex: lc.Explanation) -> None:
@@ -121,7 +103,7 @@ def _kernels(ex: lc.Explanation) -> None:
     rows = [
         {
             "width": str(width),
-            "region": f"{j} {ex.region_names[j]}".strip(),
+            "region": charts.region_label(int(j), ex.region_names[j]),
             "weight": float(w[i, j]),
         }
         for i, width in enumerate(k.widths)
@@ -215,7 +197,7 @@ reg = state.regions(s)
 settings = trust_controls(s)
 if st.button("Check the explanation", type="primary", key="trust_run"):
     try:
-        s.trust_explanation = state.run_explain(s.image, reg, s.model_name, settings, "Checking")
+        s.trust_explanation = state.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
     except (lc.LimecraftError, lc.ModelError) as e:
         display.error(f"The check failed: {e}")
 if st.session_state.get("cancel-Checking"):

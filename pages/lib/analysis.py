@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import secrets
 import zipfile
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ import numpy as np
 
 import limecraft_core as lc
 from limecraft_core._validate import MAX_PIXELS
+from limecraft_core.classifier import NORMALIZATIONS
 from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image, encode_png
@@ -134,6 +136,8 @@ class Analysis:
     source: str = "gallery"  # where the image came from: gallery, upload, restore
     model_name: str = registry.DEFAULT_MODEL  # LIMECRAFT_DEFAULT_MODEL, else the demo model
     model_labels: list[str] | None = None
+    model_arch: str | None = None  # the torchvision architecture of an uploaded state_dict
+    model_normalize: str | None = None  # an uploaded model's input normalisation (None: none)
     seg: SegSettings = field(default_factory=SegSettings)
     hand: list[HandRegion] = field(default_factory=list)
     merges: list[Merge] = field(default_factory=list)
@@ -171,6 +175,7 @@ def new(
     a = Analysis(image=image, image_name=name, tag_mask=tag_mask, note=note, source=source)
     if like is not None:
         a.model_name, a.model_labels = like.model_name, like.model_labels
+        a.model_arch, a.model_normalize = like.model_arch, like.model_normalize
         a.seg, a.config = like.seg, like.config
     return a
 
@@ -360,11 +365,43 @@ def reset_edits(a: Analysis) -> None:
     a.edits = []
 
 
-def set_model(a: Analysis, name: str, labels: list[str] | None = None) -> None:
+def set_model(
+    a: Analysis,
+    name: str,
+    labels: list[str] | None = None,
+    arch: str | None = None,
+    normalize: str | None = None,
+) -> None:
     """Another model: the results were the old model's."""
-    if name != a.model_name or labels != a.model_labels:
-        a.model_name, a.model_labels = name, labels
+    new = (name, labels, arch, normalize)
+    if new != (a.model_name, a.model_labels, a.model_arch, a.model_normalize):
+        a.model_name, a.model_labels, a.model_arch, a.model_normalize = new
         _results_stale(a)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """Which model an analysis uses, hashable (a cache key): a registry name or a file path,
+    the class names given with an uploaded file, and a state_dict's architecture."""
+
+    name: str
+    labels: tuple[str, ...] | None = None
+    arch: str | None = None
+    normalize: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        """The name a person knows it by: a registry name, or the uploaded file's own name."""
+        return os.path.basename(self.name) if ("/" in self.name or "\\" in self.name) else self.name
+
+
+def model_ref(a: Analysis) -> ModelRef:
+    return ModelRef(
+        a.model_name,
+        tuple(a.model_labels) if a.model_labels else None,
+        a.model_arch,
+        a.model_normalize,
+    )
 
 
 def set_explanation(a: Analysis, ex: lc.Explanation, config: lc.ExplainConfig) -> None:
@@ -392,6 +429,12 @@ def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
 # ----------------------------------------------------------------------------- the format
 
 
+def _normalize(v: Any) -> str | None:
+    if v is not None and v not in NORMALIZATIONS:
+        raise _fail(f"model normalize must be one of {', '.join(NORMALIZATIONS)}")
+    return v
+
+
 def _digest(a: np.ndarray) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(str((a.shape, a.dtype.str)).encode())
@@ -410,6 +453,8 @@ def fingerprint(a: Analysis) -> str:
         a.source,
         a.model_name,
         a.model_labels,
+        a.model_arch,
+        a.model_normalize,
         dataclasses.astuple(a.seg),
         [(r.name, r.inner, r.colour, r.uid) for r in a.hand],
         [tuple(m) for m in a.merges],
@@ -460,7 +505,12 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "png": _b64_png(a.image),
             "tag_mask": None if a.tag_mask is None else _npz(a.tag_mask.astype(bool)),
         },
-        "model": {"name": a.model_name, "labels": a.model_labels},
+        "model": {
+            "name": a.model_name,
+            "labels": a.model_labels,
+            "arch": a.model_arch,
+            "normalize": a.model_normalize,
+        },
         "segmentation": {
             "method": a.seg.method,
             "n_segments": a.seg.n_segments,
@@ -730,6 +780,8 @@ def from_dict(d: Any) -> Analysis:
         source=source,
         model_name=_text(model.get("name"), "model name", 4096),
         model_labels=labels,
+        model_arch=None if model.get("arch") is None else _text(model.get("arch"), "arch", 100),
+        model_normalize=_normalize(model.get("normalize")),
         seg=_segmentation(d.get("segmentation")),
         hand=[
             _hand(h, shape, i)

@@ -67,6 +67,66 @@ def label_ids(
     return im
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _outlined(image: np.ndarray, labels: np.ndarray, width: int) -> np.ndarray:
+    from skimage.segmentation import find_boundaries
+
+    im = np.asarray(to_display(image, width), np.float64)
+    h, w = im.shape[:2]
+    # Labels at display size (nearest), so the lines are one display pixel thin at any size.
+    ys = np.minimum((np.arange(h) * labels.shape[0] / h).astype(int), labels.shape[0] - 1)
+    xs = np.minimum((np.arange(w) * labels.shape[1] / w).astype(int), labels.shape[1] - 1)
+    edge = find_boundaries(labels[ys][:, xs], mode="inner")
+    im[edge] = 0.35 * im[edge] + 0.65 * 255  # light lines: the photo's colours stay readable
+    return im.astype(np.uint8)
+
+
+def outlined(
+    image: np.ndarray, labels: np.ndarray, width: int = DISPLAY_WIDTH, max_labels: int = 150
+) -> Image.Image:
+    """The photo itself at display size, with thin region outlines and each region's id."""
+    return label_ids(_outlined(image, labels, width), labels, width, max_labels)
+
+
+_WIDTH_JS = """
+export default function ({ parentElement, setStateValue }) {
+  const host = parentElement.host || parentElement;
+  let last = 0, timer = null;
+  const send = () => {
+    const w = Math.floor(host.getBoundingClientRect().width);
+    if (w > 0 && Math.abs(w - last) >= 8) { last = w; setStateValue("width", w); }
+  };
+  const ro = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(send, 150); });
+  ro.observe(host);
+  send();
+  return () => { ro.disconnect(); clearTimeout(timer); };
+}
+"""
+_width_probe = st.components.v2.component(
+    "limecraft.column_width", html="<div></div>", js=_WIDTH_JS, isolate_styles=False
+)
+
+
+def column_width(key: str, default: int) -> int:
+    """The width in CSS px of the column this is called in, as the browser lays it out (so a
+    canvas can be drawn to fit it); ``default`` until the browser has said (and in AppTest)."""
+    out = _width_probe(key=key, default={"width": None}, on_width_change=lambda: None)
+    w = out.get("width") if out is not None else None
+    return int(w) if isinstance(w, (int, float)) and w > 0 else default
+
+
+NARROW_PX = 720  # a main area narrower than this stacks side-by-side columns
+
+
+def columns(key: str, spec: list[float], **kwargs):
+    """``st.columns(spec)`` when the main area is wide enough, else the same number of
+    full-width containers one under the other (a canvas or a picture in a third of 480 px is
+    unusable). The width is measured in the browser (:func:`column_width`)."""
+    if column_width(key, 10_000) >= NARROW_PX:
+        return st.columns(spec, **kwargs)
+    return [st.container() for _ in spec]
+
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$])")
 
 

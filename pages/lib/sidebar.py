@@ -20,17 +20,46 @@ from pages.lib.display import error, md
 
 
 def _load_upload() -> None:
-    s = state.get()
+    """The upload is only noted here: decoding and segmenting a large image take seconds, so
+    :func:`load_pending` does them in the page, with progress."""
     up = st.session_state.get("image_upload")
-    if up is None:
+    st.session_state["image_note"] = None
+    if up is not None:
+        st.session_state["pending_upload"] = (up.name, up.getvalue())
+
+
+def load_pending() -> None:
+    """Decode and segment a just-uploaded image with a progress message in the main area; the
+    old image stays until the new one is ready, and a bad file leaves the work as it was."""
+    pending = st.session_state.pop("pending_upload", None)
+    if pending is None:
         return
-    try:
-        img = decode_image(up.getvalue(), f"'{up.name}'")
-    except lc.LimecraftError as e:
-        s.message = f"That upload was not used: {md(e)}"
-        return
-    s.message = None
-    state.replace_image(img, up.name, None, "", "upload")
+    name, data = pending
+    with st.status(f"Loading {md(name)}…", expanded=True) as box:
+        st.write(f"Decoding the image ({len(data) / 2**20:.1f} MB)…")
+        try:
+            img = decode_image(data, f"'{name}'")
+        except lc.LimecraftError as e:
+            box.update(label=f"{md(name)} was not used", state="error")
+            st.session_state["image_note"] = f"That upload was not used: {md(e)}"
+            error(st.session_state["image_note"] + " Your current image and work are kept.")
+            return
+        h, w = img.shape[:2]
+        state.replace_image(img, name, None, "", "upload")
+        s = state.get()
+        st.write(f"Segmenting {w}×{h} px into about {s.seg.n_segments} {s.seg.method} regions…")
+        try:
+            reg = state.regions(s)
+        except lc.LimecraftError as e:
+            box.update(label=f"{md(name)} could not be segmented", state="error")
+            st.session_state["image_note"] = f"The regions could not be made: {md(e)}"
+            error(st.session_state["image_note"] + " Change the superpixels on Craft regions.")
+            return
+        box.update(
+            label=f"Loaded {md(name)}: {w}×{h} px, {reg.n_regions} regions",
+            state="complete",
+            expanded=False,
+        )
 
 
 def _pick_sample(key: str) -> None:
@@ -41,24 +70,46 @@ def _pick_sample(key: str) -> None:
     name = st.session_state.get(key)
     if name is None or name == state.get().image_name:
         return
+    st.session_state["image_note"] = None
     sample = load_sample(name)
     state.replace_image(sample.image, sample.name, sample.tag_mask, sample.note, "gallery")
+
+
+ARCH_AUTO = "(not a state_dict)"
+
+
+def _safe_name(name: str) -> str:
+    """The uploaded file's own name, kept for display (no folders, no odd characters)."""
+    base = os.path.basename(name.replace("\\", "/")) or "model"
+    return "".join(c if c.isalnum() or c in "._- " else "_" for c in base)[:100]
 
 
 def _model_upload(s: Analysis) -> None:
     up = st.session_state.get("model_upload")
     labels = st.session_state.get("labels_upload")
+    st.session_state["model_note"] = None
     if up is None:
+        s.message = None
+        st.session_state["model_note"] = ("error", "Choose a model file first.")
         return
+    arch = st.session_state.get("model_arch")
+    arch = None if arch in (None, ARCH_AUTO) else arch
+    norm = st.session_state.get("model_normalize") or "none"
     suffix = os.path.splitext(up.name)[1].lower()
-    if suffix not in (".pt2", ".pt"):
-        s.message = "A model file must be a .pt2 (torch.export) or TorchScript .pt file."
+    if suffix not in (".pt2", ".pt", ".pth") or (suffix == ".pth" and arch is None):
+        st.session_state["model_note"] = (
+            "error",
+            "A model file must be a .pt2 (torch.export) or TorchScript .pt file, or a state_dict "
+            "(.pt or .pth) with its architecture chosen below.",
+        )
         return
     data = up.getvalue()
-    # Per-session folder, never a shared path; named by content, because the loaded model is
-    # cached on its path (a second upload must not be served the first model).
-    folder = state.tmpdir()
-    path = os.path.join(folder, f"model-{hashlib.sha256(data).hexdigest()[:16]}{suffix}")
+    # Per-session folder, never a shared path; a sub-folder per content, because the loaded
+    # model is cached on its path (a second upload must not be served the first model), and
+    # the file keeps its own name, the name the user knows it by.
+    folder = os.path.join(state.tmpdir(), hashlib.sha256(data).hexdigest()[:16])
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, _safe_name(up.name))
     with open(path, "wb") as f:
         f.write(data)
     try:
@@ -69,20 +120,64 @@ def _model_upload(s: Analysis) -> None:
                 for ln in labels.getvalue().decode("utf-8-sig").splitlines()
                 if ln.strip()
             ]
-        clf = registry.load_classifier(path, labels=names)
-        clf.predict(np.zeros((clf.input_size[0], clf.input_size[1], 3), np.uint8))
+        clf = registry.load_classifier(path, labels=names, arch=arch, normalize=norm)
+        size = clf.input_size or (224, 224)
+        probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
     except (lc.LimecraftError, lc.ModelError, UnicodeDecodeError) as e:
-        s.message = f"That model was not used: {md(e)}"
+        # The message names the file as the user knows it, never the server's path.
+        why = str(e).replace(repr(path), f"'{up.name}'").replace(path, up.name)
+        if arch is None and "state_dict" in why:
+            why += ". If it is a state_dict, choose its architecture below"
+        st.session_state["model_note"] = ("error", f"That model was not used: {md(why)}")
         if path != s.model_name:
             os.remove(path)  # a refused file is not kept
         return
     old = s.model_name
     in_use = any(r.model_name == old for r in state.recent())
-    if old != path and os.path.dirname(old) == folder and os.path.exists(old) and not in_use:
+    if old != path and old.startswith(state.tmpdir()) and os.path.exists(old) and not in_use:
         os.remove(old)  # the previous upload (its model stays loaded while cached)
-    A.set_model(s, path, names)
+    A.set_model(s, path, names, arch, norm)
     st.session_state["model_pick"] = path  # the registry picker follows, or it would undo this
     s.message = None
+    n = int(np.asarray(probs).shape[-1])
+    warn = ""
+    if names is not None and len(names) != n:
+        warn = f" The labels file has {len(names)} names but the model gives {n} scores: " + (
+            "the extra names are not used." if len(names) > n else "the rest are 'class i'."
+        )
+    st.session_state["model_note"] = (
+        "warning" if warn else "success",
+        f"Now using **{md(up.name)}** ({n} classes).{md(warn)}",
+    )
+
+
+def model_facts(s: Analysis) -> str | None:
+    """One line on the model in use: format, input size, classes, normalisation."""
+    ref = A.model_ref(s)
+    try:
+        clf = state.classifier(s)
+    except (lc.LimecraftError, lc.ModelError):
+        return None
+    if registry.is_registered(ref.name):
+        info = registry.model_info(ref.name)
+        fmt, n = info.description, info.num_classes
+    else:
+        from models.custom import file_format
+
+        probs = state.predict(s, s.image)
+        n = 0 if probs is None else len(probs)
+        try:
+            fmt = file_format(ref.name, arch=ref.arch)
+        except lc.LimecraftError:
+            fmt = "model file"
+    size = getattr(clf, "input_size", None)
+    names = [clf.label(i) for i in range(min(n, 4))]
+    more = ", …" if n > 4 else ""
+    return (
+        f"**{md(ref.display_name)}** · {md(fmt)} · input "
+        f"{f'{size[1]}×{size[0]} px' if size else 'any size'} · {n} classes "
+        f"({md(', '.join(names))}{more}) · normalisation {md(getattr(clf, 'normalize', '?'))}"
+    )
 
 
 def _recent_list() -> None:
@@ -127,13 +222,15 @@ def sidebar(s: Analysis) -> None:
             key="image_upload",
             on_change=_load_upload,
         )
+        if st.session_state.get("image_note"):
+            error(st.session_state["image_note"])
         st.markdown("**Model**")
         infos = registry.list_models()
         options = [m.name for m in infos]
         label = {m.name: f"{m.name}{'' if m.ready else ' (not available)'}" for m in infos}
         if s.model_name not in options:
             options = [s.model_name, *options]
-            label[s.model_name] = f"your model: {os.path.basename(s.model_name)}"
+            label[s.model_name] = f"your model: {A.model_ref(s).display_name}"
         if st.session_state.get("model_pick") not in options:
             st.session_state.pop("model_pick", None)
         st.selectbox(
@@ -145,14 +242,34 @@ def sidebar(s: Analysis) -> None:
         )
         if st.session_state["model_pick"] != s.model_name:
             A.set_model(s, st.session_state["model_pick"], None)
-        with st.expander("Upload your own model"):
+        note = st.session_state.get("model_note")
+        with st.expander("Upload your own model", expanded=note is not None):
             st.file_uploader(
-                "Model file (.pt2 or TorchScript .pt)", type=["pt2", "pt"], key="model_upload"
+                "Model file (.pt2, TorchScript .pt, or a state_dict)",
+                type=["pt2", "pt", "pth"],
+                key="model_upload",
             )
             st.file_uploader("Labels (one class name per line)", type=["txt"], key="labels_upload")
+            st.selectbox(
+                "Architecture (for a state_dict)",
+                [ARCH_AUTO, *registry.zoo.ZOO],
+                key="model_arch",
+                help="A state_dict holds only weights: name the torchvision architecture they "
+                "belong to. A .pt2 or TorchScript file carries its own.",
+            )
+            st.selectbox(
+                "Input normalisation",
+                ["none", "imagenet"],
+                key="model_normalize",
+                help="none: the model takes pixels in [0, 1]; imagenet: it expects ImageNet's "
+                "mean and standard deviation subtracted (torchvision's models do)",
+            )
             st.button("Use this model", key="use_model", on_click=_model_upload, args=(s,))
-        if s.message:
-            error(s.message)
+            if note is not None:
+                {"error": error, "warning": st.warning, "success": st.success}[note[0]](note[1])
+        facts = model_facts(s)
+        if facts:
+            st.caption(facts)
         top5(s)
         st.divider()
         _recent_list()
@@ -169,20 +286,15 @@ def top5(s: Analysis) -> None:
     probs = state.predict(s, s.image)
     if probs is None:
         return
-    remote = getattr(state.classifier(s.model_name), "status", None)
+    remote = getattr(state.classifier(s), "status", None)
     if remote is not None:  # LIMECRAFT_RAY_ADDRESS: the model runs on a Ray Serve cluster
         where = "on the Ray Serve cluster" if remote.mode == "remote" else "locally (fallback)"
         st.caption(f"Model runs {where} at {md(remote.address)}. {md(remote.message)}")
     order = np.argsort(-probs)[:5]
     st.markdown("**Model's top-5 prediction**")
-    st.dataframe(
-        {
-            "class": [state.class_label(s, int(i)) for i in order],
-            "probability": [float(probs[i]) for i in order],
-        },
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "probability": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1)
-        },
-    )
+    warning = state.model_fit_warning(s)
+    if warning:
+        st.caption(":orange[Not meaningful for this image: see the warning on Explain.]")
+    for i in order:
+        p = float(probs[i])
+        st.progress(p, text=f"{md(state.class_label(s, int(i)))} · {p:.3f}")

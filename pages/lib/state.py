@@ -16,7 +16,6 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
     next_colour,
 )
 from pages.lib.display import error, md
+from pages.lib.progress import ExplainProgress
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
 AppState = Analysis  # the pages' name for the session's value
@@ -247,7 +247,7 @@ def start_fresh() -> None:
     """A new, empty analysis of the current image, on purpose (the current one goes to recent)."""
     cur = get()
     a = A.new(cur.image, cur.image_name, tag_mask=cur.tag_mask, note=cur.note, source=cur.source)
-    a.model_name, a.model_labels = cur.model_name, cur.model_labels
+    A.set_model(a, cur.model_name, cur.model_labels, cur.model_arch, cur.model_normalize)
     a.id = new_id()
     _switch(a)
 
@@ -262,14 +262,28 @@ def adopt(a: Analysis) -> None:
 # ----------------------------------------------------------------------------- caches
 
 
+def classifier(
+    ref: A.ModelRef | Analysis, precision: str = "auto"
+) -> lc.Classifier | serving.RemoteScorer:
+    """The analysis's model (its name, uploaded labels and architecture), loaded once per
+    process and precision and shared by all sessions (inference is thread-safe)."""
+    return _classifier(ref if isinstance(ref, A.ModelRef) else A.model_ref(ref), precision)
+
+
 @st.cache_resource(show_spinner="Loading the model…")
-def classifier(name: str, precision: str = "auto") -> lc.Classifier | serving.RemoteScorer:
-    """One model per process and precision, shared by all sessions (inference is thread-safe):
-    on the Ray Serve cluster when ``LIMECRAFT_RAY_ADDRESS`` is set, else local.
+def _classifier(ref: A.ModelRef, precision: str) -> lc.Classifier | serving.RemoteScorer:
+    """On the Ray Serve cluster when ``LIMECRAFT_RAY_ADDRESS`` is set, else local.
 
     bf16 on a CPU also uses channels_last, the combination that is about 2x faster there."""
     cl = True if precision == "bf16" else None
-    return serving.load_scorer(name, precision=precision, channels_last=cl)
+    return serving.load_scorer(
+        ref.name,
+        labels=list(ref.labels) if ref.labels else None,
+        arch=ref.arch,
+        normalize=ref.normalize,
+        precision=precision,
+        channels_last=cl,
+    )
 
 
 @st.cache_resource
@@ -357,13 +371,13 @@ def explanation_cache() -> _ExplanationCache:
 
 
 def explanation_key(
-    image: np.ndarray, reg: lc.Regions, model: str, config: lc.ExplainConfig
+    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
 ) -> str:
     h = hashlib.sha256()
     for a in (image, reg.atoms):
         h.update(str(a.shape).encode())
         h.update(np.ascontiguousarray(a).tobytes())
-    h.update(model.encode())
+    h.update(repr(model).encode())
     h.update(json.dumps(config.to_dict(), sort_keys=True).encode())
     h.update(json.dumps([reg.keys, reg.names, reg.source], sort_keys=True, default=str).encode())
     return h.hexdigest()
@@ -372,37 +386,31 @@ def explanation_key(
 def run_explain(
     image: np.ndarray,
     reg: lc.Regions,
-    model_name: str,
+    model: A.ModelRef,
     config: lc.ExplainConfig,
     status_label: str = "Explaining",
 ) -> lc.Explanation:
     """Explain with a progress bar (per batch, with time left) and a Cancel button."""
-    key = explanation_key(image, reg, model_name, config)
+    key = explanation_key(image, reg, model, config)
     cached = explanation_cache().get(key)
     if cached is not None:
         return cached
-    clf = classifier(model_name, config.speed.precision)
+    clf = classifier(model, config.speed.precision)
     bar = st.progress(0.0, text=f"{status_label}: starting…")
     cancel_slot = st.empty()
     cancel_slot.button("Cancel", key=f"cancel-{status_label}", help="Stops after the current batch")
-    t0 = time.perf_counter()
+    line = ExplainProgress(status_label)
 
     def progress(done: int, total: int) -> None:
-        el = time.perf_counter() - t0
-        left = el / done * (total - done) if done else 0
+        line.passes(done, total)
         # Each update is also where Streamlit stops this run when the user presses Cancel.
-        bar.progress(
-            done / total,
-            text=f"{status_label}: {done}/{total} model passes, about {left:.0f} s left",
-        )
+        bar.progress(line.fraction, text=line.text())
 
     def waiting(q: serving.QueueStatus) -> None:
-        if q.position > 0:
-            bar.progress(
-                0.0,
-                text=f"{status_label}: waiting for the model, {q.position} "
-                f"explanation{'s' if q.position > 1 else ''} ahead of yours",
-            )
+        before = line.text()
+        line.waiting(q.position)
+        if line.text() != before:
+            bar.progress(line.fraction, text=line.text())
 
     # A Ray Serve deployment batches across sessions itself, and composes next to its model:
     # only local models go through this process's work queue.
@@ -432,15 +440,15 @@ def ready_classifier(s: Analysis) -> lc.Classifier | None:
             )
             return None
     try:
-        return classifier(s.model_name)
+        return classifier(s)
     except (lc.LimecraftError, lc.ModelError) as e:
-        error(f"{s.model_name} cannot run: {e}")
+        error(f"{A.model_ref(s).display_name} cannot run: {e}")
         return None
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _predict(model_name: str, image: np.ndarray) -> np.ndarray:
-    return render.softmax(classifier(model_name).predict(image))
+def _predict(model: A.ModelRef, image: np.ndarray) -> np.ndarray:
+    return render.softmax(classifier(model).predict(image))
 
 
 def predict(s: Analysis, image: np.ndarray) -> np.ndarray | None:
@@ -448,11 +456,17 @@ def predict(s: Analysis, image: np.ndarray) -> np.ndarray | None:
     if ready_classifier(s) is None:
         return None
     try:
-        return _predict(s.model_name, image)
+        return _predict(A.model_ref(s), image)
     except (lc.LimecraftError, lc.ModelError) as e:
         error(f"The model failed on this image: {e}")
         return None
 
 
+def model_fit_warning(s: Analysis) -> str | None:
+    """A plain warning when the model cannot mean anything for this image (see
+    :func:`models.registry.fit_warning`)."""
+    return registry.fit_warning(s.model_name, s.image.shape)
+
+
 def class_label(s: Analysis, index: int) -> str:
-    return classifier(s.model_name).label(index)
+    return classifier(s).label(index)

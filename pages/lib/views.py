@@ -8,9 +8,12 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
+from limecraft_core import render
 from limecraft_core import trust as T
 from limecraft_core.config import spec
-from pages.lib import config_form, display, state
+from pages.lib import charts, config_form, display, state
+
+WEAK_SHARE = 0.05  # regions under this share of the largest |weight| are not tinted by default
 
 BASIC = (
     "samples",
@@ -99,47 +102,86 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         format_func=lambda c: f"{ex.class_labels[ex.classes.index(c)]} ({c})",
     )
     i = ex.class_index(cls)
-    if ex.n_regions > 1:
+    most = max(1, min(20, ex.n_regions))
+    if most > 1:
         k = c2.slider(
-            "Top k regions", 1, min(20, ex.n_regions), min(5, ex.n_regions), key=f"{key}_k"
+            "Top k for and k against",
+            1,
+            most,
+            min(5, most),
+            key=f"{key}_k",
+            help="How many regions are tinted and charted on each side: the k with the largest "
+            "weights for the class, and the k with the largest weights against it",
         )
     else:  # a slider from 1 to 1 cannot be drawn
         k = 1
         c2.markdown("**1 region**: the whole image is one feature")
-    show_b = c3.toggle("Boundaries", True, key=f"{key}_bounds")
+    weak = c3.toggle(
+        "Tint weak regions",
+        False,
+        key=f"{key}_weak",
+        help=f"Also tint regions under {WEAK_SHARE:.0%} of the largest |weight|",
+    )
     weights, deltas = ex.class_weights[i], ex.deltas[i]
     img = image if image is not None else s.image
     if img.shape[:2] != ex.segments.shape:
         img = _restored_image(ex)
-    base = lc.boundaries(img, ex.segments, color=(1, 1, 0)) if show_b else img
     r2 = ex.scores[i]
     badge = FIDELITY_TEXT[T.fidelity(r2)]
+    warning = state.model_fit_warning(s)
+    if warning:  # the badges would lend a meaningless prediction credibility
+        badge = ":gray-badge[not meaningful]"
     st.markdown(
         f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
-        f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex)}"
+        f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex) if not warning else ''}"
     )
-    if T.fidelity(r2) == "low":
+    if warning:
+        st.warning(warning, icon=":material/warning:")
+    elif T.fidelity(r2) == "low":
         st.warning(
             f"R² is {r2:.2f}: the linear surrogate explains less than half of how the model's output "
             "varies over the samples, so the weights are only a rough guide. Try fewer or larger "
             "regions, more samples, or a wider kernel.",
             icon=":material/info:",
         )
-    t1, t2, t3 = st.tabs(["Top regions", "Heatmap", "Prediction change"])
-    with t1:
-        over = lc.top_regions(base, ex.segments, weights, k=k, show_boundaries=True)
-        st.image(display.to_display(over), caption=f"top {k} regions for (green) and against (red)")
-    with t2:
-        hm = lc.heatmap(base, ex.segments, weights)
-        st.image(display.to_display(hm.image), caption="region weights")
-        _colorbar(hm)
-    with t3:
-        dm = lc.delta_map(base, ex.segments, deltas)
-        st.image(
-            display.to_display(dm.image),
-            caption="output drop when only this region is hidden (green: the output falls)",
-        )
-        _colorbar(dm)
+    names = [n or None for n in ex.region_names]
+    pic, chart = display.columns(f"{key}_room", [3, 2])
+    with pic:
+        t1, t2, t3 = st.tabs(["Top regions", "Heatmap", "Prediction change"])
+        with t1:
+            over = render.weight_overlay(
+                img,
+                ex.segments,
+                weights,
+                k=k,
+                min_share=WEAK_SHARE,
+                show_weak=weak,
+                long_side=display.DISPLAY_WIDTH,
+            )
+            legend = render.overlay_legend(
+                over.shape[1],
+                class_label=ex.class_labels[i],
+                k=k,
+                min_share=WEAK_SHARE,
+                show_weak=weak,
+            )
+            st.image(render.stack_vertically(over, legend, gap=6), width="stretch")
+        with t2:
+            hm = lc.heatmap(img, ex.segments, weights)
+            st.image(display.to_display(hm.image), caption="region weights", width="stretch")
+            _colorbar(hm)
+        with t3:
+            dm = lc.delta_map(img, ex.segments, deltas)
+            st.image(
+                display.to_display(dm.image),
+                caption="output drop when only this region is hidden (green: the output falls)",
+                width="stretch",
+            )
+            _colorbar(dm)
+    with chart:
+        st.markdown(f"**Weights** for {display.md(ex.class_labels[i])}")
+        st.altair_chart(charts.weights_chart(weights, names, k), width="stretch")
+        st.caption(charts.CAPTION)
     rows = ex.regions_table(cls)
     order = np.argsort(-np.abs(weights))
     table = {
@@ -150,9 +192,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         "Δ when hidden": [rows[j]["delta"] for j in order],
         "score kept alone": [rows[j]["kept_alone"] for j in order],
     }
-    a, b = st.columns([3, 2])
-    with a:
-        st.markdown("**Regions** (sorted by |weight|)")
+    with st.expander(f"All {ex.n_regions} regions (sorted by |weight|)"):
         st.dataframe(
             table,
             hide_index=True,
@@ -163,22 +203,6 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
                 "Δ when hidden": st.column_config.NumberColumn(format="%+.4f"),
                 "score kept alone": st.column_config.NumberColumn(format="%.4f"),
             },
-        )
-    with b:
-        st.markdown("**Weights**")
-        top = order[: min(20, len(order))]
-        st.bar_chart(
-            {
-                "region": [f"{j} {rows[j]['name']}".strip() for j in top],
-                "weight": [float(weights[j]) for j in top],
-                "effect": ["for the class" if weights[j] > 0 else "against" for j in top],
-            },
-            x="region",
-            y="weight",
-            color="effect",
-            horizontal=True,
-            height=320,
-            sort=False,
         )
 
 

@@ -1,0 +1,142 @@
+"""Charts of region weights, as Altair specs (the page shows them with ``st.altair_chart``).
+
+Every bar is labelled with its region's id and name, green for the class and red against it
+(the colours of the overlays), and a bar is never shorter than ``MIN_SHARE`` of the longest,
+so a small weight stays visible; the true value is in its label and its tooltip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from limecraft_core import render
+
+MIN_SHARE = 0.03  # the shortest bar drawn, as a share of the longest
+ROW_PX = 26  # height of one bar's row: every label fits, none is skipped
+OTHERS = "others"
+
+
+def _hex(rgb: np.ndarray) -> str:
+    return "#" + "".join(f"{round(float(c) * 255):02x}" for c in rgb)
+
+
+FOR, AGAINST, NEUTRAL = _hex(render.POSITIVE), _hex(render.NEGATIVE), "#9e9e9e"
+
+
+def region_label(region: int, name: str | None) -> str:
+    """How a region is called everywhere in the app: its id, then its name when it has one."""
+    return f"{region} {name}".strip() if name else str(region)
+
+
+def _shown(values: np.ndarray) -> np.ndarray:
+    """Values as drawn: at least MIN_SHARE of the largest |value| long, sign kept."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    if top == 0:
+        return values
+    return np.sign(values) * np.maximum(np.abs(values), MIN_SHARE * top)
+
+
+def weights_frame(
+    weights: np.ndarray, names: Sequence[str | None], k: int, *, others: bool = True
+) -> pd.DataFrame:
+    """The rows of the weights chart: the top ``k`` regions for the class and the top ``k``
+    against it (by weight), then one "others" row with the sum of the remaining weights.
+
+    Parameters
+    ----------
+    weights : (K,) float ndarray
+    names : K region names (None or "" when a region has none)
+    k : int >= 1, regions shown on each side
+
+    Returns
+    -------
+    DataFrame with columns region, weight (the true value), shown (the drawn length), effect.
+    """
+    w = np.asarray(weights, np.float64)
+    order = np.argsort(-w, kind="stable")
+    pos = [int(i) for i in order[:k] if w[i] > 0]
+    neg = [int(i) for i in order[::-1][:k] if w[i] < 0]
+    top = sorted(pos + neg, key=lambda i: -w[i])
+    rows = [
+        {
+            "region": region_label(i, names[i]),
+            "weight": float(w[i]),
+            "effect": "for the class" if w[i] > 0 else "against",
+        }
+        for i in top
+    ]
+    rest = [i for i in range(w.size) if i not in set(top)]
+    if others and rest:
+        rows.append(
+            {
+                "region": f"{OTHERS} ({len(rest)} regions, sum)",
+                "weight": float(w[rest].sum()),
+                "effect": OTHERS,
+            }
+        )
+    df = pd.DataFrame(rows, columns=["region", "weight", "effect"])
+    df["shown"] = _shown(df["weight"].to_numpy(np.float64)) if len(df) else []
+    df["region"] = [f"{r}  ({v:+.3f})" for r, v in zip(df["region"], df["weight"], strict=True)]
+    return df
+
+
+_LABELS = alt.Axis(labelLimit=260, labelOverlap=False, labelFontSize=13)
+CAPTION = ":green[■] for the class · :red[■] against it · :gray[■] the other regions together"
+
+
+def _bars(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
+    y = alt.Y("region:N", sort=None, title=None, axis=alt.Axis(labelLimit=220, labelOverlap=False))
+    colour = alt.Color(
+        "effect:N",
+        scale=alt.Scale(domain=["for the class", "against", OTHERS], range=[FOR, AGAINST, NEUTRAL]),
+        legend=alt.Legend(orient="bottom", title=None),
+    )
+    bars = (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            y=y,
+            x=alt.X(f"{x}:Q", title=title, axis=alt.Axis(labelFontSize=12, titleFontSize=12)),
+            color=colour,
+            tooltip=["region", alt.Tooltip("weight:Q", format="+.4f")],
+        )
+    )
+    return bars.properties(height=max(80, ROW_PX * len(df)))
+
+
+def weights_chart(weights: np.ndarray, names: Sequence[str | None], k: int) -> alt.Chart:
+    """Horizontal bars of the top ``k`` regions for and against, then the others."""
+    return _bars(weights_frame(weights, names, k), "shown", "weight (bars at least 3% long)")
+
+
+def interval_chart(
+    mean: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    names: Sequence[str | None],
+    n: int = 15,
+) -> alt.LayerChart:
+    """Mean weight over repeats with its interval, the ``n`` regions of largest |mean|, each
+    labelled; the colours of the weights chart."""
+    mean = np.asarray(mean, np.float64)
+    order = np.argsort(-np.abs(mean), kind="stable")[:n]
+    df = pd.DataFrame(
+        {
+            "region": [region_label(int(i), names[i]) for i in order],
+            "weight": mean[order],
+            "low": np.asarray(low, np.float64)[order],
+            "high": np.asarray(high, np.float64)[order],
+            "effect": ["for the class" if mean[i] > 0 else "against" for i in order],
+        }
+    )
+    df["shown"] = _shown(df["weight"].to_numpy(np.float64))
+    df["region"] = [f"{r}  ({v:+.3f})" for r, v in zip(df["region"], df["weight"], strict=True)]
+    y = alt.Y("region:N", sort=None, title=None, axis=_LABELS)
+    rule = alt.Chart(df).mark_rule(color="black", strokeWidth=2).encode(y=y, x="low:Q", x2="high:Q")
+    return alt.layer(_bars(df, "shown", "mean weight, with its 95% interval"), rule).properties(
+        height=max(80, ROW_PX * len(df))
+    )
