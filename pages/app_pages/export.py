@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from limecraft_core.report import html_report, regions_csv
+from limecraft_core.report import PredictionChange, ReportEdit, html_report, regions_csv
 from pages.lib import analysis as A
 from pages.lib import config_form, display, state
 
@@ -45,28 +47,38 @@ def pictures(s: state.AppState, ex: lc.Explanation) -> dict[str, np.ndarray]:
     }
 
 
-def report_rows(s: state.AppState) -> tuple[list[str], list[dict]]:
-    """The inspection's edits and the prediction changes they caused (top 5 classes)."""
+def report_edits(s: state.AppState) -> list[ReportEdit]:
+    """The inspection for the report: each edit with the image before and after it and how the
+    top 5 classes moved; after two or more, all of them together (original -> edited)."""
     if not s.edits:
-        return [], []
+        return []
     from limecraft_core.edits import apply_edits
 
     reg = state.regions(s)
-    edited = apply_edits(s.image, reg.labels, s.edits).image
-    before, after = state.predict(s, s.image), state.predict(s, edited)
     described = A.edit_names(s, reg.names)
-    if before is None or after is None:
-        return described, []
-    order = np.argsort(-before)[:5]
-    rows = [
-        {
-            "label": state.class_label(s, int(i)),
-            "original": float(before[i]),
-            "edited": float(after[i]),
-        }
-        for i in order
+    # The app applies the edits cumulatively, from the original each time: so does the report.
+    images = [s.image] + [
+        apply_edits(s.image, reg.labels, s.edits[: i + 1]).image for i in range(len(s.edits))
     ]
-    return described, rows
+    scores = [state.predict(s, im) for im in images]
+    order = [] if scores[0] is None else np.argsort(-scores[0])[:5]
+
+    def step(text: str, i: int, j: int) -> ReportEdit:
+        a, b = scores[i], scores[j]
+        changes = (
+            []
+            if a is None or b is None
+            else [
+                PredictionChange(state.class_label(s, int(c)), float(a[c]), float(b[c]))
+                for c in order
+            ]
+        )
+        return ReportEdit(text, images[i], images[j], changes)
+
+    steps = [step(text, i, i + 1) for i, text in enumerate(described)]
+    if len(steps) > 1:
+        steps.append(step(f"all {len(steps)} edits together", 0, len(steps)))
+    return steps
 
 
 s = state.get()
@@ -115,18 +127,18 @@ else:
     c2.download_button(
         "Regions table (CSV)", regions_csv(ex), f"{stem}_regions.csv", "text/csv", key="dl-csv"
     )
-    edits, changes = report_rows(s)
     notes = []
     if ex.score < 0.5:
         notes.append(f"The surrogate's R² is {ex.score:.2f}: treat the weights as a rough guide.")
-    page = html_report(
+    # The report draws its own large pictures, with legends, from the explanation. It is a few
+    # MB: built when the button is pressed (html_report is pure), not on every rerun.
+    page = functools.partial(
+        html_report,
         image=s.image,
         explanation=ex,
-        pictures=pics,
-        edits=edits,
-        prediction_changes=changes,
+        edits=report_edits(s),
         source=s.image_name,
-        notes=notes,
+        notes=tuple(notes),
     )
     c3.download_button(
         "Report (HTML)",
@@ -134,7 +146,8 @@ else:
         f"{stem}_report.html",
         "text/html",
         key="dl-report",
-        help="One self-contained page: image, regions, settings, results, edits",
+        help="One self-contained page to read or print: the conclusion, pictures, trust "
+        "checks, edits, regions and settings",
     )
 
 st.divider()
