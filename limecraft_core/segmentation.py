@@ -5,9 +5,10 @@ Every label map produced here holds ints 0..K-1 with no gaps, and every pixel is
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "relabel",
     "resize_nearest",
     "segment",
+    "segment_regions",
     "split_region",
 ]
 
@@ -48,6 +50,34 @@ METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
 DEFAULT_WORKING_SIZE = 512
 # quickshift costs ~2x per pixel what the others do; at 384 px a 12 MP photo segments in < 1 s
 WORKING_SIZES = {"quickshift": 384}
+#: A region count within this factor of the one asked for, give or take one region, is met.
+#: Outside it the segmentation is refitted (see ``_fit_count``), so results that met it before
+#: are unchanged.
+COUNT_TOLERANCE = 1.5
+# The working copy keeps at least this many pixels per region asked for (very wide images).
+_MIN_WORKING_PIXELS_PER_REGION = 16
+# The method parameters that ``n_segments`` sets: given explicitly, they win and the count is
+# not refitted.
+_COUNT_PARAMS = {
+    "quickshift": ("kernel_size",),
+    "slic": ("n_segments",),
+    "felzenszwalb": ("scale", "min_size"),
+    "watershed": ("n_segments",),
+    "grid": ("n_segments",),
+}
+
+#: ``progress(fraction, message)``: fraction in [0, 1], increasing; the message says the stage.
+Progress = Callable[[float, str], None]
+
+
+def _silent(fraction: float, message: str) -> None:
+    pass
+
+
+def _between(progress: Progress, lo: float, hi: float) -> Progress:
+    """``progress`` with fractions 0..1 mapped onto ``lo``..``hi``."""
+    return lambda f, message: progress(lo + (hi - lo) * f, message)
+
 
 # Default parameters per method. quickshift's are the lime package's.
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
@@ -109,11 +139,25 @@ def relabel(labels: np.ndarray) -> np.ndarray:
     return inverse.reshape(labels.shape).astype(np.int32)
 
 
+def _grid_shape(h: int, w: int, n: int) -> tuple[int, int]:
+    """Rows and columns of a grid of about ``n`` cells, as square as the count allows."""
+    rows = min(max(1, round(math.sqrt(n * h / w))), h)
+    cols = min(max(1, round(n / rows)), w)
+    if abs(rows * cols - n) <= max(1, n // 10):
+        return rows, cols
+
+    # A very wide or tall image: the closest count, then the squarest cells.
+    def cost(r: int) -> tuple[int, float]:
+        c = min(max(1, round(n / r)), w)
+        return abs(r * c - n), abs(math.log(h * c / (w * r)))
+
+    rows = min(range(1, min(n, h) + 1), key=cost)
+    return rows, min(max(1, round(n / rows)), w)
+
+
 def _grid(shape: tuple[int, int], n_segments: int) -> np.ndarray:
     h, w = shape
-    rows = max(1, round(math.sqrt(n_segments * h / w)))
-    cols = max(1, round(n_segments / rows))
-    rows, cols = min(rows, h), min(cols, w)
+    rows, cols = _grid_shape(h, w, n_segments)
     r = np.minimum(np.arange(h) * rows // h, rows - 1)
     c = np.minimum(np.arange(w) * cols // w, cols - 1)
     return (r[:, None] * cols + c[None, :]).astype(np.int32)
@@ -173,12 +217,11 @@ def _felzenszwalb_min_size(img: np.ndarray, n_segments: int, sigma: float) -> in
     return max(1, round(best * ratio))
 
 
-def _segment_float(
-    img: np.ndarray, method: str, n_segments: int | None, params: Mapping[str, Any], seed: int
+def _run_method(
+    img: np.ndarray, method: str, p: Mapping[str, Any], n_segments: int | None, seed: int
 ) -> np.ndarray:
-    """Segment a float (h, w, 3) image at its own size; returns contiguous labels."""
+    """One run of ``method`` with the checked parameters ``p``; returns contiguous labels."""
     h, w = img.shape[:2]
-    p = _params_for(method, h * w, n_segments, params)
     if method == "quickshift":
         labels = segmentation.quickshift(
             img.astype(np.float64),
@@ -213,6 +256,148 @@ def _segment_float(
     return relabel(labels)
 
 
+def _count(labels: np.ndarray) -> int:
+    return int(labels.max()) + 1
+
+
+def _count_met(k: int, n: int) -> bool:
+    return n / COUNT_TOLERANCE - 1 <= k <= n * COUNT_TOLERANCE + 1
+
+
+def _segment_float(
+    img: np.ndarray,
+    method: str,
+    n_segments: int | None,
+    params: Mapping[str, Any],
+    seed: int,
+    progress: Progress = _silent,
+) -> tuple[np.ndarray, str]:
+    """Segment a float (h, w, 3) image at its own size.
+
+    Returns contiguous labels and a note: why the count differs from ``n_segments`` ("" when it
+    is met, or when explicit parameters set the scale instead).
+    """
+    p = _params_for(method, img.shape[0] * img.shape[1], n_segments, params)
+    progress(0.0, f"segmenting with {method} at {img.shape[1]}×{img.shape[0]} px")
+    labels = _run_method(img, method, p, n_segments, seed)
+    explicit = any(name in params for name in _COUNT_PARAMS[method])
+    if n_segments is None or explicit or _count_met(_count(labels), n_segments):
+        return labels, ""
+    progress(
+        0.7, f"{method} made {_count(labels)} of the {n_segments} regions asked for; refitting"
+    )
+    most = PARAM_RANGES["compactness"][1]
+    slic_retry = method == "slic" and "compactness" not in params and p["compactness"] < most
+    if slic_retry and _count(labels) < n_segments:
+        # Texture finer than a superpixel (noise, stripes) cuts every SLIC cluster into bits
+        # that skimage's connectivity step merges in a chain, down to one region. More weight
+        # on distance keeps clusters compact.
+        p["compactness"] = min(10 * p["compactness"], most)
+        again = _run_method(img, method, p, n_segments, seed)
+        if abs(math.log(_count(again) / n_segments)) < abs(math.log(_count(labels) / n_segments)):
+            labels = again
+    return _fit_count(img, labels, n_segments, method)
+
+
+def _fit_count(img: np.ndarray, labels: np.ndarray, n: int, method: str) -> tuple[np.ndarray, str]:
+    """Bring the region count near ``n``: cut regions that are too few with a grid of ``n``
+    cells (pieces keep the method's own boundaries), or merge the smallest regions.
+
+    A flat image has nothing to cut along: its regions stay, and the note says so.
+    """
+    k = _count(labels)
+    if _count_met(k, n):
+        return labels, ""
+    if k < n and float(np.ptp(img, axis=(0, 1)).max()) < 1 / 255:
+        return labels, (
+            f"{method} found {k} region{'s' if k != 1 else ''}, not the {n} asked for: the image "
+            "is one flat colour, with no edges to follow. The grid method cuts it into a "
+            "regular grid."
+        )
+    if k < n:
+        labels = _split_by_grid(labels, n)
+    if _count(labels) > n:
+        labels = _merge_smallest(labels, count=n)
+    return labels, ""
+
+
+def _split_by_grid(labels: np.ndarray, n: int) -> np.ndarray:
+    """Cut each region by a grid of about ``n`` cells; slivers under half a cell join the piece
+    of the same region they touch most. Where that still leaves too few (regions only a pixel
+    or two wide, all slivers), the grid itself."""
+    cells = _grid(labels.shape, n)
+    pieces_of_cells = labels.astype(np.int64) * (int(cells.max()) + 1) + cells + 1
+    cut = measure.label(pieces_of_cells, background=0, connectivity=1) - 1
+    pieces = _merge_smallest(cut, min_size=labels.size // (2 * n), within=labels)
+    return pieces if _count(pieces) >= n / COUNT_TOLERANCE - 1 else cells
+
+
+def _merge_smallest(
+    labels: np.ndarray,
+    *,
+    count: int = 1,
+    min_size: int | None = None,
+    within: np.ndarray | None = None,
+) -> np.ndarray:
+    """Merge the smallest region into the neighbour it shares the longest border with, again and
+    again, while more than ``count`` remain and (with ``min_size``) the smallest is under
+    ``min_size`` pixels. With ``within`` (a label map that each region lies inside), a region
+    only joins a neighbour inside the same ``within`` region.
+
+    The borders are counted once with array operations; each merge then only updates the
+    merged region's few entries, so 10**5 regions merge in about a second.
+    """
+    k = _count(labels)
+    sizes = np.bincount(labels.ravel(), minlength=k)
+    # touching pairs (i < j) and the length of their shared border
+    a = np.concatenate([labels[:, :-1].ravel(), labels[:-1, :].ravel()]).astype(np.int64)
+    b = np.concatenate([labels[:, 1:].ravel(), labels[1:, :].ravel()]).astype(np.int64)
+    touching = a != b
+    lo, hi = np.minimum(a, b)[touching], np.maximum(a, b)[touching]
+    if within is not None:
+        home = np.zeros(k, np.int64)
+        home[labels.ravel()] = within.ravel()
+        lo, hi = lo[home[lo] == home[hi]], hi[home[lo] == home[hi]]
+    pairs, lengths = np.unique(lo * k + hi, return_counts=True)
+    border: list[dict[int, int]] = [{} for _ in range(k)]
+    for pair, length in zip(pairs.tolist(), lengths.tolist(), strict=True):
+        i, j = divmod(pair, k)
+        border[i][j] = border[j][i] = length
+    sizes_left = sizes.tolist()
+    into = list(range(k))
+    heap = [(size, label) for label, size in enumerate(sizes_left)]
+    heapq.heapify(heap)
+    left = k
+    while left > count and heap:
+        size, label = heapq.heappop(heap)
+        if size != sizes_left[label]:
+            continue  # merged away, or grown (queued again at its new size)
+        if min_size is not None and size >= min_size:
+            break
+        if not border[label]:
+            continue  # nothing it may join
+        target = max(border[label], key=lambda j: (border[label][j], -j))
+        for other, length in border[label].items():
+            del border[other][label]
+            if other != target:
+                border[target][other] = border[other][target] = (
+                    border[target].get(other, 0) + length
+                )
+        border[label] = {}
+        into[label] = target
+        sizes_left[target] += size
+        sizes_left[label] = -1
+        heapq.heappush(heap, (sizes_left[target], target))
+        left -= 1
+    lut = np.array(into)
+    for _ in range(k):  # follow each chain of merges to its end
+        nxt = lut[lut]
+        if np.array_equal(nxt, lut):
+            break
+        lut = nxt
+    return relabel(lut[labels])
+
+
 def resize_nearest(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Nearest-neighbour resize of a 2-D label map or mask to ``shape`` (rows, cols).
 
@@ -224,11 +409,19 @@ def resize_nearest(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return labels[rows[:, None], cols[None, :]]
 
 
-def _at_working_size(img: np.ndarray, working_size: int | None) -> np.ndarray:
+def _at_working_size(
+    img: np.ndarray, working_size: int | None, n_segments: int | None = None
+) -> np.ndarray:
+    """A copy whose longer side is at most ``working_size``, with at least
+    ``_MIN_WORKING_PIXELS_PER_REGION`` pixels per region asked for; ``img`` itself if smaller."""
     h, w = img.shape[:2]
     if working_size is None or max(h, w) <= working_size:
         return img
     s = working_size / max(h, w)
+    if n_segments is not None:
+        s = max(s, math.sqrt(_MIN_WORKING_PIXELS_PER_REGION * n_segments / (h * w)))
+        if s >= 1:
+            return img
     size = (max(2, round(h * s)), max(2, round(w * s)))
     # torch's antialiased bilinear: 10x faster than skimage's resize on a 12 MP photo
     x = torch.from_numpy(np.ascontiguousarray(img, np.float32)).permute(2, 0, 1)[None]
@@ -245,6 +438,65 @@ def _check_working_size(working_size: int | str | None, method: str) -> int | No
     return LIMITS["working_size"].check("working_size", working_size)
 
 
+def _check_count(name: str, n: int | None, shape: tuple[int, int]) -> None:
+    """More regions than pixels cannot be made."""
+    if n is not None and n > shape[0] * shape[1]:
+        raise LimecraftError(
+            f"{name}={n} asks for more regions than the image has pixels "
+            f"({shape[1]}×{shape[0]} = {shape[0] * shape[1]}); ask for fewer regions"
+        )
+
+
+def _segment_scaled(
+    img: np.ndarray,
+    method: str,
+    n_segments: int | None,
+    params: Mapping[str, Any],
+    working_size: int | None,
+    seed: int,
+    progress: Progress = _silent,
+) -> tuple[np.ndarray, str]:
+    """Segment a float image at its working size and scale the labels back to its own size."""
+    h, w = img.shape[:2]
+    if working_size is not None and max(h, w) > working_size:
+        progress(0.0, "scaling the image down")
+    small = _at_working_size(img, working_size, n_segments)
+    labels, note = _segment_float(
+        small, method, n_segments, params, seed, _between(progress, 0.1, 0.8)
+    )
+    if small.shape[:2] != (h, w):
+        progress(0.8, f"scaling the regions up to {w}×{h} px")
+        # upscaling by nearest neighbour keeps every label, so the ids stay 0..K-1
+        labels = resize_nearest(labels, (h, w))
+    return labels, note
+
+
+def _segment(
+    image: np.ndarray,
+    method: str,
+    n_segments: int | None,
+    params: Mapping[str, Any] | None,
+    working_size: int | str | None,
+    seed: int,
+    progress: Progress | None,
+) -> tuple[np.ndarray, str]:
+    """:func:`segment` and :func:`segment_regions`: checked inputs, labels and the note."""
+    progress = progress or _silent
+    progress(0.0, "reading the image")
+    img = as_float_image(image)
+    check_choice("segmentation method", method, METHODS)
+    if n_segments is not None:
+        n_segments = LIMITS["n_segments"].check("n_segments", n_segments)
+    _check_count("n_segments", n_segments, img.shape[:2])
+    working_size = _check_working_size(working_size, method)
+    seed = LIMITS["seed"].check("seed", seed)
+    out = _segment_scaled(
+        img, method, n_segments, params or {}, working_size, seed, _between(progress, 0.1, 0.95)
+    )
+    progress(1.0, "done")
+    return out
+
+
 def segment(
     image: np.ndarray,
     method: str = "quickshift",
@@ -253,6 +505,7 @@ def segment(
     params: Mapping[str, Any] | None = None,
     working_size: int | str | None = "auto",
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """Automatic superpixels.
 
@@ -262,19 +515,28 @@ def segment(
     method : {"quickshift", "slic", "felzenszwalb", "watershed", "grid"}
         ``watershed`` is compact watershed on the Sobel gradient.
     n_segments : int, optional
-        Target number of regions. For slic, watershed and grid it is passed on; for quickshift
-        and felzenszwalb the scale parameters are derived from it and the image area. ``None``
-        keeps each method's defaults (quickshift: lime's ``kernel_size=4, max_dist=200,
-        ratio=0.2``).
+        Target number of regions, at most the image's pixels. For slic, watershed and grid it
+        is passed on; for quickshift and felzenszwalb the scale parameters are derived from it
+        and the image area. When a method's count is not within ``COUNT_TOLERANCE`` of it
+        (give or take one region), the regions are refitted: slic is retried with 10x the
+        compactness, then regions that are too few are cut by a grid of ``n_segments`` cells
+        (pieces keep the method's own boundaries) and regions that are too many are merged,
+        smallest first. A flat image cannot be cut so: :func:`segment_regions` says so in
+        ``Regions.note``. ``None`` keeps each method's defaults (quickshift: lime's
+        ``kernel_size=4, max_dist=200, ratio=0.2``) and is not refitted.
     params : mapping, optional
-        Explicit parameters of the method, overriding the defaults and ``n_segments``.
+        Explicit parameters of the method, overriding the defaults and ``n_segments``. The
+        count is not refitted when they set the scale (``_COUNT_PARAMS``).
     working_size : int in [16, 100000], "auto" or None
         Segment a copy whose longer side is at most this many pixels, then scale the labels
         back up (nearest neighbour). ``"auto"``: 384 for quickshift, 512 for the others, so
-        that a 12-megapixel photo segments in under a second. ``None`` segments at full
-        resolution.
+        that a 12-megapixel photo segments in under a second. The copy keeps at least 16
+        pixels per region asked for. ``None`` segments at full resolution.
     seed : int in [0, 2**63 - 1]
         Seeds quickshift's tie-breaking.
+    progress : callable(fraction, message), optional
+        Told each stage (reading, scaling down, segmenting, refitting, scaling up, done), with
+        fractions in [0, 1] that increase. Changes nothing else.
 
     Returns
     -------
@@ -284,20 +546,29 @@ def segment(
     ------
     LimecraftError
         For an unknown method or parameter, or a value outside its range (``n_segments`` in
-        [1, 5000], ``working_size`` in [16, 100000], each parameter in ``PARAM_RANGES``).
+        [1, 5000] and at most the image's pixels, ``working_size`` in [16, 100000], each
+        parameter in ``PARAM_RANGES``).
     """
-    img = as_float_image(image)
-    check_choice("segmentation method", method, METHODS)
-    if n_segments is not None:
-        n_segments = LIMITS["n_segments"].check("n_segments", n_segments)
-    working_size = _check_working_size(working_size, method)
-    seed = LIMITS["seed"].check("seed", seed)
-    small = _at_working_size(img, working_size)
-    labels = _segment_float(small, method, n_segments, params or {}, seed)
-    if small.shape[:2] != img.shape[:2]:
-        # upscaling by nearest neighbour keeps every label, so the ids stay 0..K-1
-        labels = resize_nearest(labels, img.shape[:2])
-    return labels
+    return _segment(image, method, n_segments, params, working_size, seed, progress)[0]
+
+
+def segment_regions(
+    image: np.ndarray,
+    method: str = "quickshift",
+    n_segments: int | None = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    working_size: int | str | None = "auto",
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> Regions:
+    """:func:`segment` as :class:`Regions` (keys ``auto:j``), with ``note`` saying why the
+    count differs from ``n_segments`` where it cannot be met (a flat image).
+
+    Parameters, Raises: see :func:`segment`.
+    """
+    labels, note = _segment(image, method, n_segments, params, working_size, seed, progress)
+    return replace(regions_from_labels(labels), note=note)
 
 
 # --------------------------------------------------------------------------- regions
@@ -322,6 +593,9 @@ class Regions:
     source : dict or None, the segmentation settings that made the atoms (flat
         ``SegmentationConfig`` fields), kept through merges and splits; None for a label map
         given as is
+    note : str, why the number of automatic regions differs from the one asked for, in a
+        sentence to show as is ("" when it was met or none was asked for); kept through merges
+        and splits
     """
 
     atoms: np.ndarray
@@ -330,6 +604,7 @@ class Regions:
     groups: tuple[tuple[int, ...], ...] = field(default=())
     group_names: tuple[str, ...] = field(default=())
     source: dict | None = field(default=None, compare=False)
+    note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.atom_keys)
@@ -483,6 +758,7 @@ def compose_regions(
     min_fragment: int | None = None,
     working_size: int | str | None = "auto",
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> Regions:
     """Compose the final regions from handcrafted masks and automatic superpixels.
 
@@ -499,32 +775,41 @@ def compose_regions(
         N > 1 segments inside it with ``inner_method`` into about N pieces.
     outer_segments : int, optional
         The rest of the image: 1 keeps it as one background feature; ``None`` segments it with
-        ``outer_method`` and its defaults; N > 1 targets N regions over the whole image.
+        ``outer_method`` and its defaults; N > 1 targets N regions over the whole image (at most
+        its pixels), refitted as in :func:`segment`.
     min_fragment : int, optional
         Automatic pieces smaller than this (pixels) are merged into the neighbour they share the
         longest border with. Default: 0.1% of the image, at least 4 pixels. Handcrafted regions
         kept as one feature are never changed. In [0, MAX_PIXELS].
     working_size : int in [16, 100000], "auto" or None, see :func:`segment`
     seed : int in [0, 2**63 - 1]
+    progress : callable(fraction, message), optional
+        Told each stage (each handcrafted region cut into pieces, then the rest as in
+        :func:`segment`), with fractions in [0, 1] that increase. Changes nothing else.
 
     Returns
     -------
     Regions
         Handcrafted regions first (in mask order), then the outer regions. A region kept as one
-        feature is exactly its mask minus later masks.
+        feature is exactly its mask minus later masks. ``note`` says why the outer count differs
+        from ``outer_segments`` where it cannot be met (a flat image).
 
     Raises
     ------
     LimecraftError
         If a mask does not have the image's height and width, or a value is out of its range
-        (``inner_segments`` in [1, 1000], ``outer_segments`` in [1, 5000]).
+        (``inner_segments`` in [1, 1000], ``outer_segments`` in [1, 5000] and at most the
+        image's pixels).
     """
+    progress = progress or _silent
+    progress(0.0, "reading the image")
     img = as_float_image(image)
     shape = img.shape[:2]
     masks = _as_masks(regions_mask, shape)
     names, inner = _hand_settings(len(masks), names, inner_segments)
     if outer_segments is not None:
         outer_segments = LIMITS["outer_segments"].check("outer_segments", outer_segments)
+    _check_count("outer_segments", outer_segments, shape)
     check_choice("inner method", inner_method, METHODS)
     check_choice("outer method", outer_method, METHODS)
     inner_size = _check_working_size(working_size, inner_method)
@@ -542,25 +827,30 @@ def compose_regions(
         where = owner == i + 1
         if not where.any():
             continue  # fully covered by later masks
+        if inner[i] is not None and inner[i] > 1:
+            progress(0.1 + 0.2 * i / len(masks), f"cutting {names[i]} into pieces")
         pieces = _inner_pieces(img, where, inner[i], inner_method, inner_size, min_fragment, seed)
         atoms.add(pieces, where, f"hand:{i}", names[i], split=pieces is not None)
 
     rest = owner == 0
+    note = ""
     if rest.any():
         if outer_segments == 1:
             atoms.add(None, rest, "background", "background", split=False)
         else:
-            whole = _segment_float(
-                _at_working_size(img, outer_size),
+            whole, note = _segment_scaled(
+                img,
                 outer_method,
                 outer_segments,
                 outer_params or {},
+                outer_size,
                 seed,
+                _between(progress, 0.3, 0.9),
             )
-            if whole.shape != shape:
-                whole = resize_nearest(whole, shape)
+            progress(0.9, "merging the rest's small pieces")
             atoms.add_auto(_merge_small(_components(whole, rest), rest, min_fragment), rest)
-    return atoms.regions()
+    progress(1.0, "done")
+    return atoms.regions(note)
 
 
 def _hand_settings(
@@ -601,9 +891,8 @@ def _inner_pieces(
     crop = img[r0:r1, c0:c1]
     if min(crop.shape[:2]) < 2:
         return None
-    local = _segment_float(_at_working_size(crop, size), method, n, {}, seed)
-    if local.shape != crop.shape[:2]:
-        local = resize_nearest(local, crop.shape[:2])
+    n = min(n, crop.shape[0] * crop.shape[1])
+    local, _ = _segment_scaled(crop, method, n, {}, size, seed)
     pieces = np.zeros(where.shape, np.int64)
     pieces[r0:r1, c0:c1] = local + 1
     return _merge_small(_components(pieces, where), where, min_fragment)
@@ -635,9 +924,9 @@ class _Atoms:
             self.keys.append(f"auto:{j}")
             self.names.append("")
 
-    def regions(self) -> Regions:
+    def regions(self, note: str = "") -> Regions:
         assert (self.atoms >= 0).all()
-        return Regions(self.atoms, tuple(self.keys), tuple(self.names))
+        return Regions(self.atoms, tuple(self.keys), tuple(self.names), note=note)
 
 
 def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None) -> Regions:
@@ -669,6 +958,7 @@ def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None)
         tuple(groups),
         tuple(names),
         regions.source,
+        regions.note,
     )
 
 
@@ -710,4 +1000,5 @@ def split_region(regions: Regions, region_id: int) -> Regions:
         tuple(groups),
         tuple(names),
         regions.source,
+        regions.note,
     )

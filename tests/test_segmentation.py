@@ -1,3 +1,6 @@
+import functools
+import itertools
+
 import numpy as np
 import pytest
 
@@ -12,6 +15,7 @@ from limecraft_core import (
     segment,
     split_region,
 )
+from limecraft_core.segmentation import COUNT_TOLERANCE, segment_regions
 
 
 def assert_contiguous(labels: np.ndarray) -> None:
@@ -178,3 +182,147 @@ def test_merge_and_split_refuse_nonsense(photo):
         merge_regions(regions, [1, 99])
     with pytest.raises(LimecraftError, match="nothing to split"):
         split_region(regions, 0)
+
+
+# ----------------------------------------------------------------- the count asked for, any size
+
+
+def gradient(w: int, h: int) -> np.ndarray:
+    """Issue 14's smooth gradient, ``np.stack([x/w*255, y/h*255, (x+y)%256], -1)``, with the
+    diagonal ramp repeating every 256 px; built in uint8 so that 6000x4000 takes no time."""
+    x, y = np.arange(w), np.arange(h)
+    img = np.empty((h, w, 3), np.uint8)
+    img[..., 0] = (x / w * 255).astype(np.uint8)[None, :]
+    img[..., 1] = (y / h * 255).astype(np.uint8)[:, None]
+    np.add(
+        (x % 256).astype(np.uint8)[None, :], (y % 256).astype(np.uint8)[:, None], out=img[..., 2]
+    )
+    return img
+
+
+def noise(w: int, h: int) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+@functools.cache
+def _demo_image() -> np.ndarray:
+    from models.samples import load_sample
+
+    return load_sample("demo-conflict-1").image
+
+
+def demo(w: int, h: int) -> np.ndarray:
+    from skimage import transform
+
+    return (transform.resize(_demo_image(), (h, w), order=1) * 255).astype(np.uint8)
+
+
+# The app's working sizes (pages/lib/analysis.py); the engine's "auto" is tested above.
+APP_WORKING_SIZES = {"quickshift": 192, "felzenszwalb": 192}
+
+
+def count_met(k: int, n: int) -> bool:
+    return n / COUNT_TOLERANCE - 1 <= k <= n * COUNT_TOLERANCE + 1
+
+
+@pytest.mark.parametrize("size", [(64, 48), (600, 400), (4000, 200), (200, 4000)])
+@pytest.mark.parametrize("image", [gradient, noise, demo])
+@pytest.mark.parametrize("method", METHODS)
+def test_the_count_asked_for_is_met_at_any_size(method, image, size):
+    img = image(*size)
+    labels = segment(img, method, n_segments=30, working_size=APP_WORKING_SIZES.get(method, 512))
+    assert labels.shape == img.shape[:2]
+    assert_contiguous(labels)
+    assert count_met(labels.max() + 1, 30), (labels.max() + 1, method, image.__name__, size)
+
+
+@pytest.mark.parametrize("method", ["grid", "watershed", "felzenszwalb"])
+def test_the_count_is_met_on_a_large_image_at_a_few_sizes_of_n(method):
+    img = gradient(2000, 1500)
+    for n in (4, 150):
+        k = segment(img, method, n_segments=n).max() + 1
+        assert count_met(k, n), (method, n, k)
+
+
+def test_issue_14_a_6000x4000_gradient_gives_the_regions_asked_for_at_the_apps_size():
+    img = gradient(6000, 4000)
+    labels = segment(img, "slic", n_segments=40, working_size=512)
+    assert labels.shape == (4000, 6000) and labels.dtype == np.int32
+    assert labels.min() == 0 and (np.bincount(labels.ravel()) > 0).all()  # 0..K-1, no gaps
+    assert count_met(labels.max() + 1, 40), labels.max() + 1
+
+
+def test_grid_is_exact_on_a_very_wide_or_tall_image():
+    for shape in ((200, 4000, 3), (4000, 200, 3)):
+        assert segment(np.zeros(shape, np.uint8), "grid", n_segments=40).max() + 1 == 40
+
+
+def test_a_flat_image_says_why_the_count_is_not_met():
+    flat = np.full((64, 64, 3), 128, np.uint8)
+    regions = segment_regions(flat, "felzenszwalb", n_segments=40)
+    assert regions.n_regions == 1
+    assert "flat colour" in regions.note and "grid" in regions.note and "40" in regions.note
+    # merges and splits keep the note
+    assert merge_regions(segment_regions(flat, "grid", 4), [0, 1]).note == ""
+    for method in METHODS:
+        r = segment_regions(flat, method, n_segments=40)
+        assert count_met(r.n_regions, 40) or "flat colour" in r.note, method
+        assert_contiguous(r.labels)
+    mask = np.zeros((64, 64), bool)
+    mask[:10, :10] = True
+    composed = compose_regions(flat, mask, outer_segments=40, outer_method="felzenszwalb")
+    assert "flat colour" in composed.note
+
+
+def test_a_count_met_has_no_note(photo):
+    assert segment_regions(photo, "slic", n_segments=20).note == ""
+    assert compose_regions(photo, np.zeros(photo.shape[:2], bool), outer_segments=20).note == ""
+
+
+def test_more_regions_than_pixels_is_refused_with_what_to_do():
+    img = noise(40, 30)
+    with pytest.raises(LimecraftError, match=r"more regions than the image has pixels.*fewer"):
+        segment(img, "slic", n_segments=1201)
+    with pytest.raises(LimecraftError, match="more regions than the image has pixels"):
+        compose_regions(img, np.zeros((30, 40), bool), outer_segments=1201)
+    k = segment(img, "grid", n_segments=1200).max() + 1
+    assert count_met(k, 1200)
+
+
+def test_explicit_scale_parameters_are_not_refitted():
+    from skimage.segmentation import quickshift
+
+    img = gradient(60, 40)
+    ours = segment(img, "quickshift", 40, params={"kernel_size": 4.0}, working_size=None)
+    theirs = quickshift(img / 255.0, kernel_size=4, max_dist=200, ratio=0.2, rng=0)
+    assert np.array_equal(ours, relabel(theirs))
+
+
+def test_progress_is_told_each_stage_with_increasing_fractions():
+    img = gradient(1200, 800)
+    calls = []
+    labels = segment(img, "slic", 40, working_size=256, progress=lambda f, m: calls.append((f, m)))
+    fractions = [f for f, _ in calls]
+    assert fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert all(a < b for a, b in itertools.pairwise(fractions)), calls
+    assert all(m for _, m in calls)
+    assert any("down" in m for _, m in calls) and any("up" in m for _, m in calls)
+    assert np.array_equal(labels, segment(img, "slic", 40, working_size=256))
+
+    mask = np.zeros(img.shape[:2], bool)
+    mask[100:400, 100:500] = True
+    calls.clear()
+    regions = compose_regions(
+        img,
+        mask,
+        inner_segments=3,
+        outer_segments=20,
+        outer_method="slic",
+        working_size=256,
+        progress=lambda f, m: calls.append((f, m)),
+    )
+    fractions = [f for f, _ in calls]
+    assert fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert all(a < b for a, b in itertools.pairwise(fractions)), calls
+    assert any("region 1" in m for _, m in calls)
+    assert_contiguous(regions.labels)
