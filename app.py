@@ -16,6 +16,25 @@ from limecraft_core import LimecraftError
 
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
 
+
+def _leave_pages_folder_mode() -> None:
+    """Our ``pages/`` package sits next to app.py, so Streamlit runs the first script run of a
+    fresh server through its old pages-folder navigation before ``st.navigation`` switches it
+    off. Widgets made in that one run get other ids than in every later run, and the browser
+    then drops them: a file picked in the first seconds vanished (seen with a model upload). The
+    first run therefore switches the mode off and starts again, before any widget is made."""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    # Not under AppTest (its session id is fixed): it clicks on the widgets of its first run.
+    if PagesManager.uses_pages_directory and ctx and ctx.session_id != "test session id":
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_leave_pages_folder_mode()
+
 try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
     from pages.lib import auth, sidebar, state
 except LimecraftError as e:

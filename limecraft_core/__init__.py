@@ -56,6 +56,7 @@ from .segmentation import (
     regions_from_labels,
     relabel,
     segment,
+    segment_regions,
     split_region,
 )
 from .surrogate import (
@@ -122,6 +123,7 @@ __all__ = [
     "resolve_device",
     "sample_masks",
     "segment",
+    "segment_regions",
     "split_region",
     "stack_vertically",
     "tinted_regions",

@@ -29,7 +29,13 @@ from .config import ExplainConfig, FillConfig, SegmentationConfig
 from .perturbation import MaskCache, MaskSample, default_batch_size, make_fill, sample_masks
 from .result import Explanation, RunInfo, _versions
 from .scorer import Scorer
-from .segmentation import Regions, compose_regions, regions_from_labels, resize_nearest, segment
+from .segmentation import (
+    Regions,
+    compose_regions,
+    regions_from_labels,
+    resize_nearest,
+    segment_regions,
+)
 from .surrogate import Kernel, SurrogateFit, cosine_distance, fit_ridge
 
 __all__ = [
@@ -71,6 +77,7 @@ def prepare_regions(
     regions_mask: Any = None,
     names: Sequence[str] | None = None,
     seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
 ) -> tuple[Regions, SegmentationConfig]:
     """The regions to explain, and the segmentation settings that really made them.
 
@@ -83,10 +90,12 @@ def prepare_regions(
         recorded as ``segmentation="given"``.
     regions_mask : (H, W) bool/int ndarray or list of bool masks, optional; handcrafted regions
     names : names of the handcrafted regions
+    progress : callable(fraction, message), optional; called as the segmentation advances
 
     Returns
     -------
-    (Regions with ``source`` set, the SegmentationConfig to record)
+    (Regions with ``source`` set, and ``note`` when the count asked for could not be met;
+    the SegmentationConfig to record)
     """
     shape = image.shape[:2]
     if segments is not None and regions_mask is not None:
@@ -121,17 +130,18 @@ def prepare_regions(
             outer_params=dict(seg.params) or None,
             working_size=seg.working_size,
             seed=seed,
+            progress=progress,
         )
     else:
-        labels = segment(
+        regions = segment_regions(
             image,
             seg.method,
             seg.n_segments,
             params=dict(seg.params) or None,
             working_size=seg.working_size,
             seed=seed,
+            progress=progress,
         )
-        regions = regions_from_labels(labels)
     return dataclasses.replace(regions, source=_source(seg)), seg
 
 

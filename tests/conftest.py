@@ -159,3 +159,8 @@ def browser_context_args(browser_context_args):
         "viewport": {"width": 1400, "height": 1100},
         "accept_downloads": True,
     }
+
+
+def image_uploader(at):
+    """The sidebar's image uploader in an AppTest (its key changes after every upload)."""
+    return next(u for u in at.sidebar.file_uploader if u.key.startswith("image_upload"))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import image_uploader
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 from toys import LinearPixels
@@ -399,9 +400,7 @@ def test_a_new_image_keeps_the_previous_analysis_in_recent():
     photo = load_sample("coffee").image[:120, :160]
     buf = io.BytesIO()
     Image.fromarray(photo).save(buf, format="PNG")
-    at.sidebar.file_uploader(key="image_upload").set_value(
-        ("coffee.png", buf.getvalue(), "image/png")
-    ).run()
+    image_uploader(at).set_value(("coffee.png", buf.getvalue(), "image/png")).run()
     assert not at.exception, at.exception
     s = at.session_state["app"]
     assert s.image_name == "coffee.png" and s.hand == [] and s.id != first.id

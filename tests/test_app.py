@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import image_uploader
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
@@ -240,7 +241,7 @@ def test_a_bad_default_model_setting_is_a_message_not_a_traceback():
 def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
     """A flat image under felzenszwalb is one region (K=1): every page works, and the results
     say so instead of drawing a slider from 1 to 1."""
-    at.sidebar.file_uploader(key="image_upload").set_value(
+    image_uploader(at).set_value(
         ("flat.png", png(np.full((64, 64, 3), 128, np.uint8)), "image/png")
     ).run()
     at.switch_page(CRAFT).run()

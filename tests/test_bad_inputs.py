@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import image_uploader
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 from toys import ChannelMeans
@@ -627,7 +628,7 @@ def test_app_bad_image_upload_is_an_in_page_error_and_the_session_works_after(at
     data, match = BAD_IMAGES[case]
     ex = quick_explain(at)
     name = app_state(at).image_name
-    at.sidebar.file_uploader(key="image_upload").set_value((f"{case}.png", data, "image/png")).run()
+    image_uploader(at).set_value((f"{case}.png", data, "image/png")).run()
     import re
 
     assert not at.exception, at.exception
@@ -636,7 +637,7 @@ def test_app_bad_image_upload_is_an_in_page_error_and_the_session_works_after(at
     assert_session_kept(at, name, ex)
     # a good upload afterwards works, and so does Explain
     good = encode(Image.fromarray(good_image()))
-    at.sidebar.file_uploader(key="image_upload").set_value(("good.png", good, "image/png")).run()
+    image_uploader(at).set_value(("good.png", good, "image/png")).run()
     assert app_state(at).image_name == "good.png" and not errors(at)
     button(at, "Explain").click().run()
     assert not at.exception and app_state(at).explanation is not None
@@ -819,7 +820,9 @@ def test_app_model_failing_mid_run_keeps_the_session(at, monkeypatch, mode):
     assert s.explanation is ex and [h.name for h in s.hand] == ["tag"]
     monkeypatch.setattr(state_module, "classifier", lambda *a, **k: good)
     button(at, "Explain").click().run()
-    assert not at.exception and s.explanation is not ex and s.explanation.config.sampling.seed == seed
+    assert (
+        not at.exception and s.explanation is not ex and s.explanation.config.sampling.seed == seed
+    )
 
 
 # ----------------------------------------------------------------------------- security
@@ -855,7 +858,7 @@ def test_app_script_region_name_is_escaped_everywhere(at):
 
 @pytest.mark.slow
 def test_app_script_file_name_in_an_error_is_escaped(at):
-    at.sidebar.file_uploader(key="image_upload").set_value(
+    image_uploader(at).set_value(
         ("<script>alert(1)</script>.png", b"not an image", "image/png")
     ).run()
     raw = " | ".join([e.value for e in at.error] + [e.value for e in at.sidebar.error])

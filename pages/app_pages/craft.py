@@ -295,6 +295,8 @@ st.caption(
     "the rest is covered by automatic superpixels."
 )
 superpixel_controls(s)
+if state.regions(s).note:
+    st.info(state.regions(s).note, icon=":material/info:")
 left, right = display.columns("craft_room", [3, 2], gap="large")
 with left:
     st.subheader("Draw a region")

@@ -71,6 +71,8 @@ with left:
         caption=f"{reg.n_regions} regions ({n_hand} handcrafted, {s.seg.method} superpixels); "
         "change them on Craft regions",
     )
+    if reg.note:  # the count asked for could not be met, and why
+        st.info(reg.note, icon=":material/info:")
 with right:
     config = explain_controls(s)
     clicked = st.button("Explain", type="primary", key="explain")

@@ -33,9 +33,9 @@ def _restore(s: state.AppState) -> None:
         detail = str(e) or type(e).__name__
         if isinstance(e, RecursionError):
             detail = "the JSON is nested too deeply"
-        s.message = f"That file was not restored: {detail}"
+        st.session_state["restore_note"] = f"That file was not restored: {display.md(detail)}"
         return
-    state.get().message = None
+    st.session_state["restore_note"] = None
 
 
 def pictures(s: state.AppState, ex: lc.Explanation) -> dict[str, np.ndarray]:
@@ -160,5 +160,5 @@ st.file_uploader(
     on_change=_restore,
     args=(s,),
 )
-if s.message:
-    display.error(s.message)
+if st.session_state.get("restore_note"):
+    display.error(st.session_state["restore_note"])

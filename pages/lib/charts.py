@@ -32,6 +32,11 @@ def region_label(region: int, name: str | None) -> str:
     return f"{region} {name}".strip() if name else str(region)
 
 
+def value(v: float) -> str:
+    """A weight as a label: 3 decimals, or 3 significant digits when that would show 0."""
+    return f"{v:+.3f}" if v == 0 or abs(v) >= 0.0005 else f"{v:+.2e}"
+
+
 def _shown(values: np.ndarray) -> np.ndarray:
     """Values as drawn: at least MIN_SHARE of the largest |value| long, sign kept."""
     top = float(np.max(np.abs(values))) if values.size else 0.0
@@ -80,7 +85,7 @@ def weights_frame(
         )
     df = pd.DataFrame(rows, columns=["region", "weight", "effect"])
     df["shown"] = _shown(df["weight"].to_numpy(np.float64)) if len(df) else []
-    df["region"] = [f"{r}  ({v:+.3f})" for r, v in zip(df["region"], df["weight"], strict=True)]
+    df["region"] = [f"{r}  ({value(v)})" for r, v in zip(df["region"], df["weight"], strict=True)]
     return df
 
 
@@ -89,20 +94,24 @@ CAPTION = ":green[■] for the class · :red[■] against it · :gray[■] the o
 
 
 def _bars(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
-    y = alt.Y("region:N", sort=None, title=None, axis=alt.Axis(labelLimit=220, labelOverlap=False))
+    y = alt.Y("region:N", sort=None, title=None, axis=_LABELS)
     colour = alt.Color(
         "effect:N",
         scale=alt.Scale(domain=["for the class", "against", OTHERS], range=[FOR, AGAINST, NEUTRAL]),
-        legend=alt.Legend(orient="bottom", title=None),
+        legend=None,  # the page's caption says it: green for, red against, grey the others
     )
     bars = (
         alt.Chart(df)
         .mark_bar()
         .encode(
             y=y,
-            x=alt.X(f"{x}:Q", title=title, axis=alt.Axis(labelFontSize=12, titleFontSize=12)),
+            x=alt.X(
+                f"{x}:Q",
+                title=title,
+                axis=alt.Axis(labelFontSize=12, titleFontSize=12, format="~g"),
+            ),
             color=colour,
-            tooltip=["region", alt.Tooltip("weight:Q", format="+.4f")],
+            tooltip=["region", alt.Tooltip("weight:Q", format="+.4g")],
         )
     )
     return bars.properties(height=max(80, ROW_PX * len(df)))
@@ -134,7 +143,7 @@ def interval_chart(
         }
     )
     df["shown"] = _shown(df["weight"].to_numpy(np.float64))
-    df["region"] = [f"{r}  ({v:+.3f})" for r, v in zip(df["region"], df["weight"], strict=True)]
+    df["region"] = [f"{r}  ({value(v)})" for r, v in zip(df["region"], df["weight"], strict=True)]
     y = alt.Y("region:N", sort=None, title=None, axis=_LABELS)
     rule = alt.Chart(df).mark_rule(color="black", strokeWidth=2).encode(y=y, x="low:Q", x2="high:Q")
     return alt.layer(_bars(df, "shown", "mean weight, with its 95% interval"), rule).properties(

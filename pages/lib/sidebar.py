@@ -19,13 +19,20 @@ from pages.lib.analysis import Analysis
 from pages.lib.display import error, md
 
 
-def _load_upload() -> None:
+def _upload_key() -> str:
+    """The image uploader's key: a new one after each upload, so the picker is empty again
+    and never shows a file name next to another image (or a refused file after a switch)."""
+    return f"image_upload-{st.session_state.get('_upload_v', 0)}"
+
+
+def _load_upload(key: str) -> None:
     """The upload is only noted here: decoding and segmenting a large image take seconds, so
     :func:`load_pending` does them in the page, with progress."""
-    up = st.session_state.get("image_upload")
+    up = st.session_state.get(key)
     st.session_state["image_note"] = None
     if up is not None:
         st.session_state["pending_upload"] = (up.name, up.getvalue())
+        st.session_state["_upload_v"] = st.session_state.get("_upload_v", 0) + 1
 
 
 def load_pending() -> None:
@@ -35,31 +42,37 @@ def load_pending() -> None:
     if pending is None:
         return
     name, data = pending
+    failed = None
     with st.status(f"Loading {md(name)}…", expanded=True) as box:
         st.write(f"Decoding the image ({len(data) / 2**20:.1f} MB)…")
         try:
             img = decode_image(data, f"'{name}'")
         except lc.LimecraftError as e:
-            box.update(label=f"{md(name)} was not used", state="error")
-            st.session_state["image_note"] = f"That upload was not used: {md(e)}"
-            error(st.session_state["image_note"] + " Your current image and work are kept.")
-            return
-        h, w = img.shape[:2]
-        state.replace_image(img, name, None, "", "upload")
-        s = state.get()
-        st.write(f"Segmenting {w}×{h} px into about {s.seg.n_segments} {s.seg.method} regions…")
-        try:
-            reg = state.regions(s)
-        except lc.LimecraftError as e:
-            box.update(label=f"{md(name)} could not be segmented", state="error")
-            st.session_state["image_note"] = f"The regions could not be made: {md(e)}"
-            error(st.session_state["image_note"] + " Change the superpixels on Craft regions.")
-            return
-        box.update(
-            label=f"Loaded {md(name)}: {w}×{h} px, {reg.n_regions} regions",
-            state="complete",
-            expanded=False,
-        )
+            box.update(label=f"{md(name)} was not used", state="error", expanded=False)
+            failed = f"That upload was not used: {md(e)}", "Your current image and work are kept."
+        else:
+            h, w = img.shape[:2]
+            state.replace_image(img, name, None, "", "upload")
+            s = state.get()
+            st.write(f"Segmenting {w}×{h} px into about {s.seg.n_segments} {s.seg.method} regions…")
+            bar = st.progress(0.0)
+            try:
+                reg = state.regions(s, progress=lambda f, msg: bar.progress(min(1.0, f), text=msg))
+            except lc.LimecraftError as e:
+                box.update(label=f"{md(name)} could not be segmented", state="error")
+                failed = (
+                    f"The regions could not be made: {md(e)}",
+                    "Change the superpixels on Craft regions.",
+                )
+            else:
+                box.update(
+                    label=f"Loaded {md(name)}: {w}×{h} px, {reg.n_regions} regions",
+                    state="complete",
+                    expanded=False,
+                )
+    if failed is not None:  # in the main area, where the user looks, and under the upload
+        st.session_state["image_note"] = failed[0]
+        error(" ".join(failed))
 
 
 def _pick_sample(key: str) -> None:
@@ -219,8 +232,9 @@ def sidebar(s: Analysis) -> None:
         st.file_uploader(
             "…or upload an image",
             type=state.UPLOAD_TYPES,
-            key="image_upload",
+            key=_upload_key(),
             on_change=_load_upload,
+            args=(_upload_key(),),
         )
         if st.session_state.get("image_note"):
             error(st.session_state["image_note"])
@@ -243,7 +257,9 @@ def sidebar(s: Analysis) -> None:
         if st.session_state["model_pick"] != s.model_name:
             A.set_model(s, st.session_state["model_pick"], None)
         note = st.session_state.get("model_note")
-        with st.expander("Upload your own model", expanded=note is not None):
+        # The expander's arguments stay the same on every run: a changed argument makes it a
+        # new element, and the browser would drop the files already picked inside it.
+        with st.expander("Upload your own model"):
             st.file_uploader(
                 "Model file (.pt2, TorchScript .pt, or a state_dict)",
                 type=["pt2", "pt", "pth"],

@@ -309,27 +309,71 @@ def session_alive() -> Callable[[], bool]:
     return lambda: runtime.is_active_session(sid)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+class _LRU:
+    """A small, thread-safe, bounded cache shared by all sessions (least recently used out)."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.lock, self.items = size, threading.Lock(), OrderedDict()
+
+    def get(self, key: str):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        return None
+
+    def put(self, key: str, value) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+@st.cache_resource
+def _regions_cache() -> _LRU:
+    return _LRU(64)
+
+
 def _prepare(
     image: np.ndarray,
     seg: lc.config.SegmentationConfig,
     masks: tuple[np.ndarray, ...],
     names: tuple[str, ...],
+    progress: Callable[[float, str], None] | None = None,
 ) -> lc.Regions:
+    """The engine's region stage, cached on its inputs. Not ``st.cache_data``: that would
+    replay the progress bar's updates, which belong to the run that made the regions."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in (image, *masks):
+        h.update(str((a.shape, a.dtype.str)).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    h.update(repr((seg, names)).encode())
+    key = h.hexdigest()
+    hit = _regions_cache().get(key)
+    if hit is not None:
+        return hit
     regions, _ = lc.stages.prepare_regions(
         lc._validate.as_float_image(image),
         seg,
         regions_mask=list(masks) if masks else None,
         names=list(names) if masks else None,
+        progress=progress,
     )
+    _regions_cache().put(key, regions)
     return regions
 
 
-def regions(s: Analysis, *, handcrafted: bool = True) -> lc.Regions:
+def regions(
+    s: Analysis,
+    *,
+    handcrafted: bool = True,
+    progress: Callable[[float, str], None] | None = None,
+) -> lc.Regions:
     """The current regions: automatic superpixels, handcrafted regions, and the merges.
 
     They are made by the engine's own region stage, so an explanation records the segmentation
-    that really made them (``config.segmentation``)."""
+    that really made them (``config.segmentation``). ``progress(fraction, message)`` hears how
+    a segmentation that is not cached yet advances."""
     if handcrafted and s.restored is not None:
         return s.restored
     hand = s.hand if handcrafted else []
@@ -338,6 +382,7 @@ def regions(s: Analysis, *, handcrafted: bool = True) -> lc.Regions:
         A.segmentation_config(s, handcrafted=handcrafted),
         tuple(h.mask for h in hand),
         tuple(h.name for h in hand),
+        progress,
     )
     if handcrafted:
         for keys, name, _ in s.merges:
@@ -345,29 +390,10 @@ def regions(s: Analysis, *, handcrafted: bool = True) -> lc.Regions:
     return r
 
 
-class _ExplanationCache:
-    """Explanations keyed on every input, shared by all sessions, bounded (LRU)."""
-
-    def __init__(self, size: int = 32) -> None:
-        self.size, self.lock, self.items = size, threading.Lock(), OrderedDict()
-
-    def get(self, key: str) -> lc.Explanation | None:
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key]
-        return None
-
-    def put(self, key: str, value: lc.Explanation) -> None:
-        with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-
-
 @st.cache_resource
-def explanation_cache() -> _ExplanationCache:
-    return _ExplanationCache()
+def explanation_cache() -> _LRU:
+    """Explanations keyed on every input, shared by all sessions."""
+    return _LRU(32)
 
 
 def explanation_key(

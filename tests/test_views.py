@@ -1,0 +1,144 @@
+"""The pure logic behind what the app shows: chart rows, the progress line, the model's fit
+warning, and what an uploaded model file is called. No Streamlit runs here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models import registry
+from models.custom import file_format
+from pages.lib import charts
+from pages.lib.progress import ExplainProgress
+
+# ----------------------------------------------------------------------------- charts
+
+
+def test_the_weights_chart_labels_every_bar_and_keeps_small_bars_visible():
+    w = np.array([0.8, -0.001, 0.0005, -0.3, 0.02, 0.0, 0.1])
+    names = ["the circle", None, "", "the tag", None, None, "sky"]
+    df = charts.weights_frame(w, names, k=2)
+    # top 2 for (0, 6) and top 2 against (3, 1), sorted by weight, then the others
+    assert list(df["region"]) == [
+        "0 the circle  (+0.800)",
+        "6 sky  (+0.100)",
+        "1  (-0.001)",
+        "3 the tag  (-0.300)",
+        "others (3 regions, sum)  (+0.021)",
+    ]
+    assert list(df["effect"]) == ["for the class", "for the class", "against", "against", "others"]
+    assert df["weight"].iloc[-1] == pytest.approx(0.0005 + 0.02 + 0.0)
+    # a tiny weight is drawn at least 3% of the longest bar, with its sign; the value is true
+    shown = df.set_index("region")["shown"]
+    assert shown["1  (-0.001)"] == pytest.approx(-charts.MIN_SHARE * 0.8)
+    assert shown["0 the circle  (+0.800)"] == pytest.approx(0.8)
+    assert df.set_index("region")["weight"]["1  (-0.001)"] == pytest.approx(-0.001)
+
+
+def test_the_weights_chart_with_one_or_two_regions():
+    one = charts.weights_frame(np.array([0.4]), [None], k=1)
+    assert list(one["region"]) == ["0  (+0.400)"]
+    two = charts.weights_frame(np.array([0.0, -0.2]), ["a", "b"], k=5)
+    assert list(two["region"]) == ["1 b  (-0.200)", "others (1 regions, sum)  (+0.000)"]
+    zero = charts.weights_frame(np.zeros(3), [None] * 3, k=2)
+    assert list(zero["shown"]) == [0.0]  # only "others": nothing for or against
+
+
+def test_the_chart_specs_use_the_overlay_colours_and_never_skip_a_label():
+    spec = charts.weights_chart(np.array([0.5, -0.25, 0.1]), ["a", None, "c"], k=3).to_dict()
+    enc = spec["encoding"]
+    assert enc["y"]["axis"]["labelOverlap"] is False
+    assert enc["color"]["scale"]["range"][:2] == ["#00bf33", "#e61a1a"]
+    assert spec["height"] >= charts.ROW_PX * 3
+    inter = charts.interval_chart(
+        np.array([0.5, -0.2]), np.array([0.4, -0.3]), np.array([0.6, -0.1]), ["a", None]
+    ).to_dict()
+    assert len(inter["layer"]) == 2  # the bars and the interval rules
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_one_line_shows_the_passes_and_the_queue_position_together():
+    clock = Clock()
+    p = ExplainProgress("Explaining", clock=clock)
+    assert p.text() == "Explaining: starting…"
+    p.passes(0, 12)
+    p.waiting(2)
+    assert (
+        p.text()
+        == "Explaining: 0/12 model passes · waiting for the model: 2 explanations ahead of yours"
+    )
+    clock.t = 30.0  # half a minute behind others: not part of this job's pass rate
+    p.waiting(1)
+    assert p.text().endswith("1 explanation ahead of yours")
+    clock.t = 31.0
+    p.passes(2, 12)  # served: the line goes back to passes and time left
+    assert p.text() == "Explaining: 2/12 model passes · timing the first passes…"
+    clock.t = 33.0
+    p.passes(4, 12)  # 2 passes in 2 s: 8 left is about 8 s
+    assert p.text() == "Explaining: 4/12 model passes · about 8 s left"
+    assert p.fraction == pytest.approx(4 / 12)
+
+
+def test_the_time_left_is_re_estimated_as_passes_complete():
+    clock = Clock()
+    p = ExplainProgress("Checking", clock=clock)
+    p.passes(0, 100)
+    clock.t = 10.0
+    p.passes(10, 100)  # 1 s a pass: 90 left
+    assert p.seconds_left() == pytest.approx(90.0)
+    clock.t = 12.0
+    p.passes(30, 100)  # faster now: 30 passes in 12 s
+    assert p.seconds_left() == pytest.approx(12 / 30 * 70)
+    assert "about 28 s left" in p.text()
+    clock.t = 400.0
+    p.passes(31, 100)
+    assert p.text().endswith("min left")
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def test_the_demo_model_warns_on_anything_but_its_own_pictures():
+    assert registry.fit_warning("demo", (128, 128, 3)) is None
+    msg = registry.fit_warning("demo", (300, 451, 3))
+    assert msg is not None and "synthetic shapes" in msg and "mean nothing" in msg
+    assert registry.fit_warning("resnet18", (300, 451, 3)) is None
+    assert registry.fit_warning("/tmp/x/model.pt2", (300, 451, 3)) is None
+
+
+class Tiny(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=(2, 3))
+
+
+@pytest.mark.filterwarnings(
+    "ignore::FutureWarning"
+)  # torch.jit.script: users still have such files
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_an_uploaded_file_is_described_by_its_kind(tmp_path):
+    program = torch.export.export(Tiny(), (torch.rand(1, 3, 8, 8),))
+    torch.export.save(program, str(tmp_path / "m.pt2"))
+    assert file_format(tmp_path / "m.pt2") == "torch.export (.pt2)"
+    torch.jit.save(torch.jit.script(Tiny()), str(tmp_path / "m.pt"))
+    assert file_format(tmp_path / "m.pt") == "TorchScript"
+    assert file_format(tmp_path / "w.pth", arch="resnet18") == "state_dict (resnet18)"
+
+
+def test_an_uploaded_file_keeps_its_own_name():
+    from pages.lib.sidebar import _safe_name
+
+    assert _safe_name("m.pt2") == "m.pt2"
+    assert _safe_name("../../etc/passwd") == "passwd"
+    assert _safe_name("C:\\models\\my net.pt") == "my net.pt"
+    assert _safe_name("we;ird$name.pt2") == "we_ird_name.pt2"
