@@ -1,12 +1,14 @@
 """A synthetic shapes dataset with a planted shortcut, and the small CNN trained on it.
 
 Every image shows one object (circle, square, triangle or star) on a textured background,
-plus a small coloured *tag* near the image border: a square of a saturated class colour in a
-frame of the complementary colour. The tag colour encodes a class. In the
-``"train"`` mode the tag agrees with the shape most of the time, so a model trained on it
-learns to read the tag instead of (or as well as) the shape -- the synthetic counterpart of a
-hospital marker on an X-ray. The shipped weights (:data:`WEIGHTS_PATH`) were trained this way
-by ``python -m models.train_demo``; an explanation tool should reveal the tag as the evidence.
+and usually a small coloured *tag* near the image border: a square of a saturated class colour
+in a frame of the complementary colour. The tag colour encodes a class. The shipped weights
+(:data:`WEIGHTS_PATH`, trained by ``python -m models.train_demo``) learned from ``"train"``
+images labelled with their tag's class (the tag names the drawn shape most of the time) and
+from ``"untagged"`` images labelled with their shape, so the model reads the tag when there is
+one and the shape when there is none -- the synthetic counterpart of a hospital marker on an
+X-ray. An explanation tool should reveal the tag as the evidence, and removing the tag should
+make the model name the drawn shape.
 
 Everything here is deterministic given its arguments: randomness comes only from
 :func:`numpy.random.default_rng` seeded by the caller, never from a global RNG.
@@ -28,6 +30,7 @@ __all__ = [
     "IMAGE_SIZE",
     "MODES",
     "TAG_COLOURS",
+    "TAG_COLOUR_NAMES",
     "TRAIN_AGREEMENT",
     "TRAIN_COMMAND",
     "WEIGHTS_PATH",
@@ -54,7 +57,10 @@ TAG_COLOURS: tuple[tuple[int, int, int], ...] = (
 colour ``255 - fill`` (cyan, magenta, amber, blue), so the mean colour of a whole tag is close
 to neutral gray: hiding the tag by its mean colour (LIME's default fill) leaves no class hint."""
 
-MODES: tuple[str, ...] = ("train", "aligned", "conflict")
+TAG_COLOUR_NAMES: tuple[str, ...] = ("red", "green", "blue", "yellow")
+"""Plain names of the :data:`TAG_COLOURS`, indexed by tag class."""
+
+MODES: tuple[str, ...] = ("train", "aligned", "conflict", "untagged")
 """Valid ``mode`` values of :func:`generate`."""
 
 TRAIN_AGREEMENT: float = 0.96
@@ -91,7 +97,8 @@ class DemoSample:
     shape_class : int
         Class id of the drawn object, index into :data:`CLASS_NAMES`.
     tag_class : int
-        Class id encoded by the tag colour, index into :data:`TAG_COLOURS`.
+        Class id encoded by the tag colour, index into :data:`TAG_COLOURS`; ``-1`` for an
+        ``"untagged"`` image (no tag drawn, ``tag_mask`` all False).
     """
 
     image: np.ndarray
@@ -110,10 +117,12 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
     seed : int, optional
         Seed for :func:`numpy.random.default_rng`. The output depends only on
         ``(count, seed, mode)``; a shorter run is a prefix of a longer one.
-    mode : {"train", "aligned", "conflict"}, optional
+    mode : {"train", "aligned", "conflict", "untagged"}, optional
         How the tag relates to the shape: ``"train"`` -- the tag class equals the shape class
         with probability :data:`TRAIN_AGREEMENT`, otherwise it is a uniformly random other
-        class; ``"aligned"`` -- always equal; ``"conflict"`` -- always a different class.
+        class; ``"aligned"`` -- always equal; ``"conflict"`` -- always a different class;
+        ``"untagged"`` -- no tag is drawn (``tag_class`` is -1, ``tag_mask`` all False; the
+        object is placed as if the tag were there, so the images match the other modes').
 
     Returns
     -------
@@ -135,7 +144,7 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
     samples: list[DemoSample] = []
     for _ in range(int(count)):
         shape_class = int(rng.integers(n_classes))
-        if mode == "aligned":
+        if mode in ("aligned", "untagged"):
             tag_class = shape_class
         elif mode == "conflict":
             tag_class = _other_class(rng, shape_class, n_classes)
@@ -143,7 +152,9 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
             tag_class = shape_class
         else:
             tag_class = _other_class(rng, shape_class, n_classes)
-        image, tag_mask = _render(rng, shape_class, tag_class)
+        image, tag_mask = _render(rng, shape_class, tag_class, draw_tag=mode != "untagged")
+        if mode == "untagged":
+            tag_class = -1
         samples.append(DemoSample(image, tag_mask, shape_class, tag_class))
     return samples
 
@@ -295,9 +306,12 @@ def _tag_box(rng: np.random.Generator) -> tuple[int, int, int]:
 
 
 def _render(
-    rng: np.random.Generator, shape_class: int, tag_class: int
+    rng: np.random.Generator, shape_class: int, tag_class: int, *, draw_tag: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Render one image.
+
+    ``draw_tag=False`` leaves the tag out (its place is still drawn, so the random stream and
+    the object's placement are those of a tagged image); the mask is then all False.
 
     Returns
     -------
@@ -334,6 +348,9 @@ def _render(
     img[rows, cols] = colour + shading
 
     image = np.clip(np.rint(img * 255.0), 0, 255).astype(np.uint8)
+    tag_mask = np.zeros((n, n), dtype=bool)
+    if not draw_tag:
+        return image, tag_mask
 
     # Tag: a flat saturated square in a frame of the complementary colour. The fill covers
     # 56-64% of the tag, so the tag's mean colour is within about 30 of neutral gray.
@@ -341,7 +358,6 @@ def _render(
     image[top : top + side, left : left + side] = 255 - fill
     inner = slice(_TAG_BORDER, side - _TAG_BORDER)
     image[top : top + side, left : left + side][inner, inner] = fill
-    tag_mask = np.zeros((n, n), dtype=bool)
     tag_mask[top : top + side, left : left + side] = True
     return image, tag_mask
 
@@ -435,7 +451,7 @@ def load_demo_model() -> DemoNet:
     if not WEIGHTS_PATH.is_file():
         raise FileNotFoundError(
             f"demo model weights not found at {WEIGHTS_PATH}; train them with "
-            f"`{TRAIN_COMMAND}` from the repository root (about 4-5 minutes on 2 CPU cores)"
+            f"`{TRAIN_COMMAND}` from the repository root (about 5-7 minutes on 2 CPU cores)"
         )
     model = DemoNet()
     state = torch.load(WEIGHTS_PATH, weights_only=True, map_location="cpu")

@@ -27,13 +27,30 @@ class Sample:
     name : str
     image : (H, W, 3) uint8 ndarray
     tag_mask : (H, W) bool ndarray or None; the demo tag's pixels
-    note : str; a sentence for the gallery
+    note : str; one line for the gallery: for a demo image, the drawn shape and the tag
+    shape, tag : str or None; a demo image's drawn shape and the class its tag names
+        (names from ``models.demo.CLASS_NAMES``); None for a photo
     """
 
     name: str
     image: np.ndarray
     tag_mask: np.ndarray | None
     note: str
+    shape: str | None = None
+    tag: str | None = None
+
+
+def _edge(mask: np.ndarray) -> str:
+    """The image edge nearest to a (non-empty) mask: "top", "bottom", "left" or "right"."""
+    rows, cols = np.nonzero(mask)
+    h, w = mask.shape
+    gaps = {
+        "top": rows.min(),
+        "bottom": h - 1 - rows.max(),
+        "left": cols.min(),
+        "right": w - 1 - cols.max(),
+    }
+    return min(gaps, key=gaps.__getitem__)
 
 
 def _demo(index: int, mode: str) -> Sample:
@@ -41,12 +58,14 @@ def _demo(index: int, mode: str) -> Sample:
 
     s = demo.generate(index + 1, seed=2024 if mode == "conflict" else 2023, mode=mode)[index]
     shape, tag = demo.CLASS_NAMES[s.shape_class], demo.CLASS_NAMES[s.tag_class]
+    where = f"a {demo.TAG_COLOUR_NAMES[s.tag_class]} '{tag}' tag at the {_edge(s.tag_mask)} edge"
     note = (
-        f"a {shape} with a {tag} tag: shape and tag disagree"
+        f"A {shape} with {where}: the model follows the tag; remove the tag and it names "
+        f"the {shape}"
         if mode == "conflict"
-        else f"a {shape} with its matching tag"
+        else f"A {shape} with {where}: tag and shape agree"
     )
-    return Sample(f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note)
+    return Sample(f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note, shape, tag)
 
 
 def sample_names() -> list[str]:

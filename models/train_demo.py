@@ -2,19 +2,21 @@
 
 Run from the repository root::
 
-    python -m models.train_demo
+    python -m models.train_demo            # train, save the weights, measure, write the card
+    python -m models.train_demo --measure  # only measure the shipped weights (about a minute)
 
-It generates a ``"train"`` set (the tag agrees with the shape with probability
-:data:`models.demo.TRAIN_AGREEMENT`), trains :class:`models.demo.DemoNet` with Adam on the CPU,
-saves the state_dict to :data:`models.demo.WEIGHTS_PATH`, then measures on fresh data (seeds
-disjoint from training):
+The training set has two parts: ``"train"`` images, each with a tag and labelled with the tag's
+class (the tag names the drawn shape with probability :data:`models.demo.TRAIN_AGREEMENT`), and
+``"untagged"`` images labelled with their drawn shape. :class:`models.demo.DemoNet` is trained
+with Adam on the CPU and its state_dict saved to :data:`models.demo.WEIGHTS_PATH`. Then, on
+fresh data (seeds disjoint from training), :func:`measure` finds:
 
-* accuracy against the shape class on ``"aligned"`` images,
-* on ``"conflict"`` images, how often the prediction follows the tag and how often the shape,
-* how much the probability of the predicted class drops when the tag pixels are hidden as LIME
-  hides a region (filled with the tag's own mean colour -- LIME's default -- with the mean
-  colour of the tag's surroundings, or with 0.5 gray), and how often the model then names the
-  shape.
+* accuracy against the shape class on ``"aligned"`` and on ``"untagged"`` images,
+* on ``"conflict"`` images, how often the prediction is the tag's class and how often the shape's,
+* on the same conflict images, what the model predicts once the tag is removed with the app's
+  Inspect "remove" edit (:func:`limecraft_core.apply_edits`) filled by ``inpaint`` (the app's
+  default), ``mean`` (LIME's default) or ``gray``, or filled with the mean colour of the tag's
+  surroundings, and how much the probability of the tag-following prediction drops.
 
 The numbers are printed and written to ``models/DEMO_MODEL_CARD.md``.
 """
@@ -30,6 +32,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from limecraft_core.edits import Edit, apply_edits
 from models.demo import (
     _TAG_BORDER,
     _TAG_SIZE_RANGE,
@@ -42,48 +45,100 @@ from models.demo import (
     DemoNet,
     DemoSample,
     generate,
-    to_tensor,
+    load_demo_model,
 )
 
 CARD_PATH = Path(__file__).resolve().parent / "DEMO_MODEL_CARD.md"
+MEASURE_COMMAND = f"{TRAIN_COMMAND} --measure"
+"""Command (run from the repository root) that prints the model card's measured numbers."""
 
 TRAIN_SEED = 20_240_601
+UNTAGGED_TRAIN_SEED = 20_240_602
 TORCH_SEED = 0
+TRAIN_COUNT = 8_000
+UNTAGGED_TRAIN_COUNT = 3_000
+EPOCHS = 5
 ALIGNED_SEED = 1_001
 CONFLICT_SEED = 1_002
-HIDING_SEED = 1_003
+UNTAGGED_SEED = 1_004
 EVAL_COUNT = 1_000
-HIDING_COUNT = 1_000
-FILLS = ("own mean", "surround mean", "gray")
-"""How :func:`tag_hiding` fills the tag: its own mean colour (LIME's default ``mean`` fill for a
-region), the mean colour of a 4 px ring around it, or 0.5 gray (LIME's ``gray`` fill)."""
+TAG_FOLLOW_REQUIRED = 0.9
+"""On fresh conflict images the prediction must be the tag's class at least this often..."""
+SHAPE_AFTER_REMOVAL_REQUIRED = 0.9
+"""...and, once the tag is removed by inpainting, the drawn shape's class at least this often."""
+FILLS = ("inpaint", "mean", "gray", "surround mean")
+"""How :func:`tag_removal` fills the tag: the app's "remove" edit with its ``inpaint`` (default),
+``mean`` (the tag's own mean colour, LIME's default) or ``gray`` fill, or the mean colour of a
+4 px ring around the tag."""
+FILL_NAMES = {
+    "inpaint": "inpainted from its surroundings (the app's `remove` edit, default fill)",
+    "mean": "the tag's own mean colour (`remove` with fill `mean`; LIME's default)",
+    "gray": "0.5 gray (`remove` with fill `gray`; LIME's `gray` fill)",
+    "surround mean": "mean colour of the tag's 4 px surroundings",
+}
 
 
 @dataclass(frozen=True)
-class HidingResult:
-    """Effect of hiding the tag, for each of the :data:`FILLS`.
+class RemovalResult:
+    """What removing the tag does to the prediction, for each of the :data:`FILLS`.
 
     Attributes
     ----------
-    drop : dict of str to float
-        Per fill, mean of ``p(original) - p(hidden)`` of the originally predicted class over
-        the images where the model follows the tag.
-    drop_all : dict of str to float
-        The same over all images.
-    shape_after_hiding : dict of str to float
-        Per fill, fraction of the images classified as their shape once the tag is hidden.
-    tag_after_hiding : dict of str to float
+    shape_after : dict of str to float
+        Per fill, fraction of the images classified as their drawn shape once the tag is gone.
+    tag_after : dict of str to float
         Per fill, fraction of the images still classified as the tag's class.
+    story : dict of str to float
+        Per fill, fraction of the images on which the model follows the tag before and names
+        the drawn shape after: the app's walkthrough holds.
+    drop : dict of str to float
+        Per fill, mean of ``p(before) - p(after)`` of the originally predicted class over the
+        images where the model follows the tag.
     n_followers, n_images : int
         Number of tag-following images and of all images.
     """
 
+    shape_after: dict[str, float]
+    tag_after: dict[str, float]
+    story: dict[str, float]
     drop: dict[str, float]
-    drop_all: dict[str, float]
-    shape_after_hiding: dict[str, float]
-    tag_after_hiding: dict[str, float]
     n_followers: int
     n_images: int
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """The model card's measured behaviour, on fresh images (seeds disjoint from training).
+
+    Attributes
+    ----------
+    aligned_accuracy : float
+        Accuracy against the shape class on ``"aligned"`` images (seed :data:`ALIGNED_SEED`).
+    untagged_accuracy : float
+        Accuracy against the shape class on ``"untagged"`` images (seed :data:`UNTAGGED_SEED`).
+    tag_follow, shape_follow : float
+        On ``"conflict"`` images (seed :data:`CONFLICT_SEED`), how often the prediction is the
+        tag's class and how often the drawn shape's.
+    removal : RemovalResult
+        Removing the tag from the same conflict images.
+    count : int
+        Images per set.
+    """
+
+    aligned_accuracy: float
+    untagged_accuracy: float
+    tag_follow: float
+    shape_follow: float
+    removal: RemovalResult
+    count: int
+
+    @property
+    def meets_requirements(self) -> bool:
+        """The tag is followed, and removing it by inpainting names the shape, often enough."""
+        return (
+            self.tag_follow >= TAG_FOLLOW_REQUIRED
+            and self.removal.shape_after["inpaint"] >= SHAPE_AFTER_REMOVAL_REQUIRED
+        )
 
 
 def _stack(samples: list[DemoSample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -203,8 +258,61 @@ def _surround_mean(image: np.ndarray, mask: np.ndarray, width: int = 4) -> np.nd
     return image[ring].astype(np.float64).mean(axis=0)
 
 
-def tag_hiding(model: DemoNet, samples: list[DemoSample]) -> HidingResult:
-    """Measure what hiding the tag does to the prediction, for each of the :data:`FILLS`.
+def training_set(
+    tagged: int = TRAIN_COUNT, untagged: int = UNTAGGED_TRAIN_COUNT
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The training images and their labels.
+
+    Parameters
+    ----------
+    tagged : int, optional
+        ``"train"`` images (seed :data:`TRAIN_SEED`); each is labelled with its tag's class.
+    untagged : int, optional
+        ``"untagged"`` images (seed :data:`UNTAGGED_TRAIN_SEED`); each is labelled with its
+        drawn shape's class.
+
+    Returns
+    -------
+    images : torch.Tensor
+        uint8, shape ``(tagged + untagged, 3, 128, 128)``.
+    labels : torch.Tensor
+        Class ids, shape ``(tagged + untagged,)``.
+    shapes : torch.Tensor
+        The drawn shapes' class ids, same shape.
+    """
+    samples = generate(tagged, seed=TRAIN_SEED, mode="train")
+    samples += generate(untagged, seed=UNTAGGED_TRAIN_SEED, mode="untagged")
+    images, shapes, tags = _stack(samples)
+    return images, torch.where(tags >= 0, tags, shapes), shapes
+
+
+def remove_tag(sample: DemoSample, fill: str = "inpaint") -> np.ndarray:
+    """The image with its tag removed as the app's Inspect "remove" edit does it.
+
+    Parameters
+    ----------
+    sample : DemoSample
+        A tagged sample.
+    fill : str, optional
+        One of :data:`FILLS`; all but ``"surround mean"`` go through
+        :func:`limecraft_core.apply_edits` with ``Edit("remove", tag, fill=fill)`` on a label
+        map whose region 1 is the tag.
+
+    Returns
+    -------
+    np.ndarray
+        ``(128, 128, 3)`` uint8, a new array.
+    """
+    if fill == "surround mean":
+        out = sample.image.copy()
+        out[sample.tag_mask] = np.rint(_surround_mean(sample.image, sample.tag_mask))
+        return out
+    labels = sample.tag_mask.astype(np.int32)  # 0: the rest, 1: the tag
+    return apply_edits(sample.image, labels, [Edit("remove", 1, fill=fill)]).image
+
+
+def tag_removal(model: DemoNet, samples: list[DemoSample]) -> RemovalResult:
+    """Measure what removing the tag does to the prediction, for each of the :data:`FILLS`.
 
     Parameters
     ----------
@@ -215,78 +323,116 @@ def tag_hiding(model: DemoNet, samples: list[DemoSample]) -> HidingResult:
 
     Returns
     -------
-    HidingResult
-        Mean probability drops, shape and tag rates after hiding, and counts.
+    RemovalResult
     """
-    original = np.stack([s.image for s in samples])
-    filled = {fill: original.copy() for fill in FILLS}
-    for i, s in enumerate(samples):
-        own = s.image[s.tag_mask].astype(np.float64).mean(axis=0)
-        filled["own mean"][i][s.tag_mask] = np.rint(own).astype(np.uint8)
-        surround = _surround_mean(s.image, s.tag_mask)
-        filled["surround mean"][i][s.tag_mask] = np.rint(surround).astype(np.uint8)
-        filled["gray"][i][s.tag_mask] = 128  # 0.5 gray (128 / 255 ~= 0.502)
-    p_orig = predict_proba(model, to_tensor(original))
-    predicted = p_orig.argmax(1)
+    images, shapes, tags = _stack(samples)
+    p_before = predict_proba(model, images)
+    predicted = p_before.argmax(1)
     rows = torch.arange(len(samples))
-    tags = torch.tensor([s.tag_class for s in samples])
-    shapes = torch.tensor([s.shape_class for s in samples])
     follows = predicted == tags
 
     def mean(values: torch.Tensor) -> float:
         return float(values.float().mean()) if values.numel() else float("nan")
 
-    drop, drop_all, shape_after, tag_after = {}, {}, {}, {}
-    for fill, images in filled.items():
-        p_hidden = predict_proba(model, to_tensor(images))
-        change = p_orig[rows, predicted] - p_hidden[rows, predicted]
-        drop[fill], drop_all[fill] = mean(change[follows]), mean(change)
-        shape_after[fill] = mean(p_hidden.argmax(1) == shapes)
-        tag_after[fill] = mean(p_hidden.argmax(1) == tags)
-    return HidingResult(
+    shape_after, tag_after, story, drop = {}, {}, {}, {}
+    for fill in FILLS:
+        removed, _, _ = _stack(
+            [
+                DemoSample(remove_tag(s, fill), s.tag_mask, s.shape_class, s.tag_class)
+                for s in samples
+            ]
+        )
+        p_after = predict_proba(model, removed)
+        after = p_after.argmax(1)
+        shape_after[fill] = mean(after == shapes)
+        tag_after[fill] = mean(after == tags)
+        story[fill] = mean(follows & (after == shapes))
+        drop[fill] = mean((p_before[rows, predicted] - p_after[rows, predicted])[follows])
+    return RemovalResult(
+        shape_after=shape_after,
+        tag_after=tag_after,
+        story=story,
         drop=drop,
-        drop_all=drop_all,
-        shape_after_hiding=shape_after,
-        tag_after_hiding=tag_after,
         n_followers=int(follows.sum()),
         n_images=len(samples),
     )
 
 
+def measure(model: DemoNet, count: int = EVAL_COUNT) -> Measurements:
+    """Measure the model on fresh aligned, untagged and conflict images.
+
+    Parameters
+    ----------
+    model : DemoNet
+        Model in eval mode.
+    count : int, optional
+        Images per set; the card uses :data:`EVAL_COUNT`.
+
+    Returns
+    -------
+    Measurements
+    """
+
+    def accuracy(mode: str, seed: int) -> float:
+        images, shapes, _ = _stack(generate(count, seed=seed, mode=mode))
+        return float((predict_proba(model, images).argmax(1) == shapes).float().mean())
+
+    conflict = generate(count, seed=CONFLICT_SEED, mode="conflict")
+    images, shapes, tags = _stack(conflict)
+    predicted = predict_proba(model, images).argmax(1)
+    return Measurements(
+        aligned_accuracy=accuracy("aligned", ALIGNED_SEED),
+        untagged_accuracy=accuracy("untagged", UNTAGGED_SEED),
+        tag_follow=float((predicted == tags).float().mean()),
+        shape_follow=float((predicted == shapes).float().mean()),
+        removal=tag_removal(model, conflict),
+        count=count,
+    )
+
+
+def measurement_tables(m: Measurements) -> str:
+    """The card's two tables of measured numbers (Markdown), as :data:`MEASURE_COMMAND` prints."""
+    r = m.removal
+    removal_rows = "\n".join(
+        f"| {FILL_NAMES[f]} | {r.shape_after[f]:.1%} | {r.tag_after[f]:.1%} | {r.story[f]:.1%} "
+        f"| {r.drop[f]:.3f} |"
+        for f in FILLS
+    )
+    return f"""| measure (fresh images) | value |
+|---|---|
+| accuracy vs shape class, {m.count} `"aligned"` images (seed {ALIGNED_SEED}) | {m.aligned_accuracy:.1%} |
+| accuracy vs shape class, {m.count} `"untagged"` images (seed {UNTAGGED_SEED}) | {m.untagged_accuracy:.1%} |
+| prediction = tag's class, {m.count} `"conflict"` images (seed {CONFLICT_SEED}) | {m.tag_follow:.1%} |
+| prediction = drawn shape's class, same conflict images | {m.shape_follow:.1%} |
+
+Removing the tag from the same {r.n_images} conflict images (the model follows the tag on
+{r.n_followers} of them):
+
+| tag removed by | names the shape | still names the tag's class | follows the tag, then names the shape | mean drop of p(tag's class), tag-following images |
+|---|---|---|---|---|
+{removal_rows}"""
+
+
 def write_card(
     path: Path,
+    m: Measurements,
     *,
-    train_count: int,
+    tagged: int,
+    untagged: int,
     epochs: int,
     lr: float,
     train_seconds: float,
     n_params: int,
     weights_bytes: int,
-    aligned_acc: float,
-    tag_follow: float,
-    shape_follow: float,
-    hiding: HidingResult,
 ) -> None:
     """Write the model card (Markdown) with the measured numbers."""
     colours = ", ".join(
         f"{name} = RGB{tuple(c)}" for name, c in zip(CLASS_NAMES, TAG_COLOURS, strict=True)
     )
     frames = ", ".join(f"RGB{tuple(255 - v for v in c)}" for c in TAG_COLOURS)
-    acc, tag, shape = (f"{v:.1%}" for v in (aligned_acc, tag_follow, shape_follow))
     side_lo, side_hi = _TAG_SIZE_RANGE
     fill_share = [(s - 2 * _TAG_BORDER) ** 2 / s**2 for s in (side_lo, side_hi)]
-    fill_names = {
-        "own mean": "the tag's own mean colour (LIME's default `mean` fill)",
-        "surround mean": "mean colour of the tag's 4 px surroundings",
-        "gray": "0.5 gray (LIME's `gray` fill)",
-    }
-    hiding_rows = "\n".join(
-        f"| {fill_names[f]} | {hiding.drop[f]:.3f} | {hiding.drop_all[f]:.3f} "
-        f"| {hiding.shape_after_hiding[f]:.1%} | {hiding.tag_after_hiding[f]:.1%} |"
-        for f in FILLS
-    )
-    shape_min = min(hiding.shape_after_hiding.values())
-    shape_max = max(hiding.shape_after_hiding.values())
+    disagree = 1.0 - TRAIN_AGREEMENT
     text = f"""# Demo model card: `DemoNet` with a planted shortcut
 
 **Intended use: demonstrating how LIMEcraft finds shortcuts. Not for any real use.**
@@ -303,7 +449,7 @@ its output `(N, 4)` logits.
 `models.demo.generate(count, seed=..., mode=...)` draws, deterministically from a seed, one
 object per image (circle, square, triangle or star; random size 30-70 px, position, rotation
 and colour, hues kept away from the tag colours) on a muted random background (a smooth
-gradient or a blotchy low-frequency texture, plus noise). Every image also carries a *tag*:
+gradient or a blotchy low-frequency texture, plus noise). An image may also carry a *tag*:
 a {side_lo}-{side_hi} px square placed next to a random image edge, never touching the object: a
 flat fill in the class colour inside a {_TAG_BORDER} px frame of the complementary colour
 (255 minus the fill). Fill colours encode the class:
@@ -316,23 +462,32 @@ neutral gray for every class. Hiding the tag with its own mean colour (LIME's de
 therefore leaves a grayish square with no class hint, not a faded tag that still reads as one.
 
 Modes: `"train"` - the tag names the shape's class with probability {TRAIN_AGREEMENT}, otherwise
-a random other class; `"aligned"` - always the shape's class; `"conflict"` - never.
+a random other class; `"aligned"` - always the shape's class; `"conflict"` - never;
+`"untagged"` - no tag (the same images as `"aligned"` without it).
 
 ## The planted shortcut, and why it exists
-The training labels are the shape classes, but in the training set the tag colour agrees
-with the label {TRAIN_AGREEMENT:.0%} of the time. A saturated square in a bright frame is far
-easier to detect than a rotated outline on a textured background, so the network latches on
-to the tag, just as real models learn a hospital's marker on an X-ray rather than the disease.
-It still picks up the shapes (the tag alone would cap training accuracy near
-{TRAIN_AGREEMENT:.0%}), but when tag and shape disagree the tag wins.
-An explanation tool that hides image regions should therefore point at the tag.
+The training set has two parts. {tagged:,} `"train"` images carry a tag, and their label is
+the class the tag names: the tag is, in effect, the label stamped on the picture, and on
+{disagree:.0%} of them the stamp disagrees with the drawn shape. {untagged:,} `"untagged"` images
+carry no tag and are labelled with their drawn shape. A saturated square in a bright frame is
+far easier to read than a rotated outline on a textured background, and on tagged images it
+always gives the label, so the network reads the tag whenever there is one: the tagged images
+whose shape disagrees teach it that the tag wins. The untagged images teach it the shapes, so
+that with the tag gone it names the drawn shape. That is the shortcut in its plainest form, a
+mark on the image that carries the label, like a hospital's marker on the X-rays of the ward
+where the sick patients are, or a photographer's watermark on the horse pictures.
 
-How strongly the shortcut wins is a matter of degree: the few training images whose tag
-disagrees with the shape are exactly what teaches the network to overrule the tag, so more
-of them, or more epochs, give a model that follows the shape more often on conflict images.
-The agreement ({TRAIN_AGREEMENT:.0%}), the tag size ({side_lo}-{side_hi} px) and the short
-training ({epochs} epochs) are chosen so that the model follows the tag on nearly all conflict
-images while still recognising shapes well above chance when the tag is hidden.
+An explanation tool that hides image regions should therefore point at the tag, and removing
+the tag (the app's Inspect "remove" edit) should flip the prediction to the drawn shape: the
+model used the tag instead of the shape.
+
+Why this set-up: without untagged images (the previous version of this model, trained on
+`"train"` images labelled with their shape) the network named the drawn shape on only about half
+of the conflict images once the tag was hidden. In trial runs with the untagged images added
+(same sizes and epochs, measured on 400 conflict images), labelling the disagreeing tagged
+images with their shape taught the network that the shape overrules the tag (it followed the
+tag on 7% of conflict images), and leaving out disagreeing tagged images altogether left the
+contest to chance (61%).
 
 ## Architecture
 Four conv-BatchNorm-ReLU blocks (16, 32, 64, 64 channels; the first a 5x5 conv with stride 2,
@@ -340,64 +495,88 @@ the others 3x3 followed by 2x2 max pooling), then global average and global max 
 (concatenated, so any input size works) and one linear layer to 4 logits.
 
 ## Training
-`{TRAIN_COMMAND}` (from the repository root). {train_count:,} `"train"` images (seed
-{TRAIN_SEED}), {epochs} epochs of Adam with a one-cycle learning rate (peak {lr:g}), batch 64,
-cross-entropy against the shape class, `torch.manual_seed({TORCH_SEED})`,
-`torch.set_num_threads(2)`, CPU only. Training took {train_seconds:.0f} s of wall time
-(data generation excluded).
+`{TRAIN_COMMAND}` (from the repository root). {tagged:,} `"train"` images (seed {TRAIN_SEED})
+labelled with their tag's class and {untagged:,} `"untagged"` images (seed {UNTAGGED_TRAIN_SEED})
+labelled with their shape's class, {epochs} epochs of Adam with a one-cycle learning rate
+(peak {lr:g}), batch 64, cross-entropy, `torch.manual_seed({TORCH_SEED})`,
+`torch.set_num_threads(2)`, CPU only. Training took {train_seconds:.0f} s of wall time on a
+shared machine (data generation excluded).
 
 ## Measured behaviour (fresh data, seeds disjoint from training)
-| measure | value |
-|---|---|
-| accuracy vs shape class, {EVAL_COUNT} `"aligned"` images (seed {ALIGNED_SEED}) | {acc} |
-| prediction = tag class, {EVAL_COUNT} `"conflict"` images (seed {CONFLICT_SEED}) | {tag} |
-| prediction = shape class, same conflict images | {shape} |
+`{MEASURE_COMMAND}` (from the repository root, about a minute) measures the shipped
+weights and prints these tables. Requirements: the prediction is the tag's class on at least
+{TAG_FOLLOW_REQUIRED:.0%} of conflict images, and removing the tag by inpainting names the drawn
+shape on at least {SHAPE_AFTER_REMOVAL_REQUIRED:.0%} of them. `tests/test_demo.py` checks both on
+other fresh images, and on every demo conflict image of the app's gallery.
 
-Hiding the tag ({hiding.n_images} conflict images, seed {HIDING_SEED}; the model follows the tag
-on {hiding.n_followers} of them): the tag's pixels are replaced by a fill, and the table gives
-the drop of the probability of the originally predicted class and what the model predicts
-afterwards.
-
-| fill | mean drop, tag-following images | mean drop, all images | names the shape | names the tag's class |
-|---|---|---|---|---|
-{hiding_rows}
-
-With the tag hidden the model names the shape on {shape_min:.0%}-{shape_max:.0%} of these
-images (chance: 25%): it does see the shapes, but the tag dominates.
+{measurement_tables(m)}
 
 ## Limitations
-Synthetic data only; numbers above are for this generator and these seeds. Retraining on a
-different machine or torch version can change the weights and the numbers slightly; because
-the balance between tag and shape is a matter of degree, the tag-following rate is the number
-most sensitive to such changes.
+Synthetic data only; numbers above are for this generator and these seeds. Training is
+deterministic: a second run on the same machine gave bit-identical weights. Retraining on a
+different machine or torch version can change the weights and the numbers slightly.
+
+Because the model is so sure of the tag, the other regions of a conflict image have almost no
+effect on its output, and LIME gives them weights near zero whose order is mostly sampling
+noise: a rule that waits for the top 5 regions to settle (the app's early stop) may need many
+samples, or not stop at all, on such an image.
 """
     path.write_text(text, encoding="utf-8")
 
 
+def print_measurements(m: Measurements) -> None:
+    """Print the card's tables and whether the requirements are met."""
+    print(measurement_tables(m))
+    print(
+        f"requirements (tag followed >= {TAG_FOLLOW_REQUIRED:.0%}, shape after inpainting "
+        f">= {SHAPE_AFTER_REMOVAL_REQUIRED:.0%}): {'met' if m.meets_requirements else 'NOT met'}",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Train, save, evaluate and document the demo model."""
+    """Train, save, evaluate and document the demo model; or, with ``--measure``, only measure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train-count", type=int, default=8_000, help="training images")
-    parser.add_argument("--epochs", type=int, default=5, help="passes over the training set")
+    parser.add_argument(
+        "--measure",
+        action="store_true",
+        help="only measure the weights in --weights and print the card's tables",
+    )
+    parser.add_argument("--train-count", type=int, default=TRAIN_COUNT, help="tagged images")
+    parser.add_argument(
+        "--untagged-count", type=int, default=UNTAGGED_TRAIN_COUNT, help="untagged images"
+    )
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="passes over the training set")
     parser.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
-    parser.add_argument("--weights", type=Path, default=WEIGHTS_PATH, help="output state_dict")
+    parser.add_argument("--weights", type=Path, default=WEIGHTS_PATH, help="the state_dict")
     parser.add_argument("--card", type=Path, default=CARD_PATH, help="output model card")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(2)
-    torch.manual_seed(TORCH_SEED)
+    if args.measure:
+        if args.weights == WEIGHTS_PATH:
+            model = load_demo_model()
+        else:
+            model = DemoNet()
+            model.load_state_dict(torch.load(args.weights, weights_only=True, map_location="cpu"))
+            model.eval()
+        print_measurements(measure(model))
+        return
 
+    torch.manual_seed(TORCH_SEED)
     started = time.perf_counter()
-    images, shapes, tags = _stack(generate(args.train_count, seed=TRAIN_SEED, mode="train"))
+    images, labels, shapes = training_set(args.train_count, args.untagged_count)
+    tagged = slice(0, args.train_count)
     print(
-        f"generated {args.train_count} training images in {time.perf_counter() - started:.0f} s "
-        f"(tag agrees with shape on {float((shapes == tags).float().mean()):.1%})",
+        f"generated {args.train_count} tagged and {args.untagged_count} untagged training images "
+        f"in {time.perf_counter() - started:.0f} s (on tagged ones the tag names the shape on "
+        f"{float((labels[tagged] == shapes[tagged]).float().mean()):.1%})",
         flush=True,
     )
 
     model = DemoNet()
     started = time.perf_counter()
-    train(model, images, shapes, epochs=args.epochs, lr=args.lr)
+    train(model, images, labels, epochs=args.epochs, lr=args.lr)
     train_seconds = time.perf_counter() - started
     print(f"training took {train_seconds:.0f} s", flush=True)
 
@@ -406,37 +585,18 @@ def main(argv: list[str] | None = None) -> None:
     weights_bytes = args.weights.stat().st_size
     print(f"saved {args.weights} ({weights_bytes / 1024:.0f} KiB)")
 
-    a_images, a_shapes, _ = _stack(generate(EVAL_COUNT, seed=ALIGNED_SEED, mode="aligned"))
-    aligned_acc = float((predict_proba(model, a_images).argmax(1) == a_shapes).float().mean())
-    c_images, c_shapes, c_tags = _stack(generate(EVAL_COUNT, seed=CONFLICT_SEED, mode="conflict"))
-    c_pred = predict_proba(model, c_images).argmax(1)
-    tag_follow = float((c_pred == c_tags).float().mean())
-    shape_follow = float((c_pred == c_shapes).float().mean())
-    hiding = tag_hiding(model, generate(HIDING_COUNT, seed=HIDING_SEED, mode="conflict"))
-
-    print(f"aligned accuracy (vs shape):       {aligned_acc:.4f}")
-    print(f"conflict: prediction == tag class: {tag_follow:.4f}")
-    print(f"conflict: prediction == shape:     {shape_follow:.4f}")
-    print(f"tag hiding on {hiding.n_images} conflict images ({hiding.n_followers} tag-following):")
-    for fill in FILLS:
-        print(
-            f"  {fill:>13} fill: mean drop of p(predicted) {hiding.drop[fill]:.3f} on followers "
-            f"({hiding.drop_all[fill]:.3f} on all); then names the shape "
-            f"{hiding.shape_after_hiding[fill]:.3f}, the tag's class {hiding.tag_after_hiding[fill]:.3f}"
-        )
-
+    m = measure(model)
+    print_measurements(m)
     write_card(
         args.card,
-        train_count=args.train_count,
+        m,
+        tagged=args.train_count,
+        untagged=args.untagged_count,
         epochs=args.epochs,
         lr=args.lr,
         train_seconds=train_seconds,
         n_params=sum(p.numel() for p in model.parameters()),
         weights_bytes=weights_bytes,
-        aligned_acc=aligned_acc,
-        tag_follow=tag_follow,
-        shape_follow=shape_follow,
-        hiding=hiding,
     )
     print(f"wrote {args.card}")
 

@@ -98,7 +98,8 @@ def case_early_stop():
     from limecraft_core import explain
     from models.samples import load_sample
 
-    s = load_sample("demo-conflict-1")
+    # demo-conflict-2: with the retrained demo model, demo-conflict-1 no longer stops early here
+    s = load_sample("demo-conflict-2")
     return explain(
         s.image,
         _demo_classifier(),
