@@ -36,7 +36,7 @@ def _leave_pages_folder_mode() -> None:
 _leave_pages_folder_mode()
 
 try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
-    from pages.lib import auth, sidebar, state
+    from pages.lib import auth, display, sidebar, state
 except LimecraftError as e:
     st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
     st.stop()
@@ -73,6 +73,7 @@ st.set_page_config(page_title=f"{page.title} · LIMEcraft")  # each page's own b
 if app.message:  # e.g. a reopened analysis's model is gone: said once, on top of the page
     sidebar.error(app.message)
     app.message = None
+display.measure_main()  # narrow windows stack the pages' side-by-side columns
 try:
     page.run()
 except Exception as e:  # a bug must not show a traceback; the session keeps its work

@@ -267,3 +267,30 @@ def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
     for page in (CRAFT, INSPECT, "pages/app_pages/trust.py", EXPORT):
         at.switch_page(page).run()
         assert not at.exception and not [e.value for e in at.error], page
+
+
+def test_two_regions_the_tag_and_the_rest_work_on_every_page(at):
+    """K=2: the tag as a handcrafted region and the rest of the image as one background region.
+    Every page works, and the sliders whose range would collapse are drawn or replaced."""
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    radio = next(r for r in at.radio if r.label == "Outside your regions")
+    radio.set_value("one").run()
+    at.switch_page("pages/app_pages/explain.py").run()
+    widget(at.number_input, "Samples").set_value(60)
+    widget(at.number_input, "Repeats").set_value(2)
+    at.run()
+    button(at, "Explain").click().run()
+    assert not at.exception, at.exception
+    ex = state(at).explanation
+    assert ex.n_regions == 2 and "tag" in ex.region_names
+    assert not [e.value for e in at.error]
+    k = next(s for s in at.slider if s.label == "Top k for and k against")
+    assert (k.min, k.max, k.value) == (1, 2, 2)
+    for page in (CRAFT, INSPECT, "pages/app_pages/trust.py", EXPORT):
+        at.switch_page(page).run()
+        assert not at.exception and not [e.value for e in at.error], page
+    at.switch_page(INSPECT).run()
+    region = next(s for s in at.selectbox if s.label == "Region")
+    # named, with the weight explained; the strongest named region first
+    assert region.options[0].startswith("0 tag (weight +"), region.options

@@ -100,7 +100,9 @@ def test_the_explained_edited_image_is_the_preview(page, app_url):
     shot(page, "a2-explained-edited")
 
     # exactly one applied edit, named
-    items = page.locator("li").filter(has_text=re.compile(r"recolour region \d+ \(hue \+\d+°\)"))
+    items = page.locator("li").filter(
+        has_text=re.compile(r"recolour region \d+( '[^']*')? \(hue \+\d+°\)")
+    )
     assert items.count() == 1 and "hue +60°" in items.first.inner_text()
     assert "tag" in items.first.inner_text()
     assert not page.get_by_text("The edits changed since that explanation").is_visible()

@@ -190,11 +190,14 @@ def demo_walkthrough(s: state.AppState) -> None:
         return
     with st.container(border=True):
         st.markdown(
-            "**Demo walkthrough.** The demo model was trained on shapes whose corner *tag* agreed with "
-            "the class 95% of the time, and it learned to read the tag. 1. On **Explain**, explain with "
-            "automatic superpixels: the tag is often split or missed. 2. Draw a box around the tag here "
-            "(or add it with the button). 3. Explain again and press **Compare**: the tag stands out. "
-            "4. On **Inspect**, move or remove the tag and watch the prediction; on **Trust**, check it."
+            f"**Demo walkthrough.** This image: {display.md(s.note)}.  \n"
+            "The demo model learned from pictures whose coloured *tag* names the class, like a "
+            "watermark, and from untagged pictures of the shapes: it reads the tag when there is "
+            "one and looks at the shape only when there is none. 1. On **Explain**, explain with "
+            "automatic superpixels: the tag is often split or merged with its surroundings. "
+            "2. Draw a box around the tag here (or add it with the button). 3. Explain again and "
+            "press **Compare**: the tag stands out. 4. On **Inspect**, remove the tag: the "
+            "prediction flips to the shape that is drawn. On **Trust**, check it."
         )
         st.button(
             "Add the tag as a region",
@@ -245,7 +248,7 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
     if chosen:
         m = np.isin(labels, chosen)
         picture[m] = (0.4 * picture[m] + 0.6 * np.array([255, 255, 255])).astype(np.uint8)
-    left, right = display.columns("pick_room", [3, 2], gap="large")
+    left, right = display.columns([3, 2], gap="large")
     with left:
         streamlit_image_coordinates(
             display.label_ids(picture, labels, CANVAS_WIDTH),
@@ -297,7 +300,7 @@ st.caption(
 superpixel_controls(s)
 if state.regions(s).note:
     st.info(state.regions(s).note, icon=":material/info:")
-left, right = display.columns("craft_room", [3, 2], gap="large")
+left, right = display.columns([3, 2], gap="large")
 with left:
     st.subheader("Draw a region")
     drawing(s)

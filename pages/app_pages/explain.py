@@ -52,7 +52,7 @@ image_header(s)
 
 reg = state.regions(s)
 labels = reg.labels
-left, right = st.columns([1, 1])
+left, right = display.columns([1, 1])
 with left:
     n_hand = A.handcrafted_count(s)
     photo = st.segmented_control(

@@ -168,7 +168,7 @@ base = edited(s.image, reg.labels, tuple(s.edits))
 k = int(base.labels.max()) + 1
 # Edits keep the region ids unless a region vanished; then the names no longer line up.
 names = reg.names if k == reg.n_regions else ("",) * k
-c1, c2 = display.columns("inspect_room", [1, 1], gap="large")
+c1, c2 = display.columns([1, 1], gap="large")
 with c1:
     region = st.selectbox(
         "Region",

@@ -257,7 +257,10 @@ def edit_names(a: Analysis, names: tuple[str, ...]) -> list[str]:
     out = []
     for e in a.edits:
         name = names[e.region] if e.region < len(names) else ""
-        out.append(e.describe() + (f" ({name})" if name else ""))
+        line = e.describe()
+        if name:  # "remove region 0 'tag' (fill inpaint)": the name right after the id
+            line = line.replace(f"region {e.region}", f"region {e.region} '{name}'", 1)
+        out.append(line)
     return out
 
 

@@ -118,11 +118,16 @@ def column_width(key: str, default: int) -> int:
 NARROW_PX = 720  # a main area narrower than this stacks side-by-side columns
 
 
-def columns(key: str, spec: list[float], **kwargs):
+def measure_main() -> None:
+    """Measure the main area's width once per run (app.py calls it before the page)."""
+    st.session_state["_main_px"] = column_width("main_room", 10_000)
+
+
+def columns(spec: list[float], **kwargs):
     """``st.columns(spec)`` when the main area is wide enough, else the same number of
     full-width containers one under the other (a canvas or a picture in a third of 480 px is
-    unusable). The width is measured in the browser (:func:`column_width`)."""
-    if column_width(key, 10_000) >= NARROW_PX:
+    unusable). The width is the browser's (:func:`measure_main`)."""
+    if st.session_state.get("_main_px", 10_000) >= NARROW_PX:
         return st.columns(spec, **kwargs)
     return [st.container() for _ in spec]
 

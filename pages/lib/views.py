@@ -94,7 +94,7 @@ def verdict_badge(ex: lc.Explanation) -> str:
 
 def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None) -> None:
     """Overlays, table, chart and fidelity for one explanation (of ``image``, default the loaded one)."""
-    c1, c2, c3 = st.columns([2, 1, 1])
+    c1, c2, c3 = display.columns([2, 1, 1])
     cls = c1.selectbox(
         "Class",
         list(ex.classes),
@@ -145,7 +145,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
             icon=":material/info:",
         )
     names = [n or None for n in ex.region_names]
-    pic, chart = display.columns(f"{key}_room", [3, 2])
+    pic, chart = display.columns([3, 2])
     with pic:
         t1, t2, t3 = st.tabs(["Top regions", "Heatmap", "Prediction change"])
         with t1:
