@@ -83,6 +83,23 @@ def explain(page, timeout: int = 180_000) -> None:
     wait_idle(page)
 
 
+def add_the_tag(page) -> None:
+    """Craft regions: the demo image's tag as a handcrafted region (the walkthrough's button)."""
+    goto(page, "Craft regions")
+    page.get_by_role("button", name="Add the tag as a region").click()
+    wait_idle(page)
+
+
+def remove_the_tag(page) -> None:
+    """Inspect: pick the region named "tag" and choose the remove edit (pending)."""
+    goto(page, "Inspect")
+    page.get_by_role("combobox", name="Region").click()
+    page.get_by_role("option", name=re.compile(r"^\d+ tag")).click()
+    wait_idle(page)
+    page.get_by_text("remove", exact=True).click()
+    wait_idle(page)
+
+
 def image_pixels(page, img) -> np.ndarray:
     """The exact pixels the browser was sent for an <img> (not a screenshot)."""
     src = img.get_attribute("src")
@@ -415,15 +432,8 @@ def test_removing_the_tag_on_inspect_flips_the_prediction_to_the_drawn_shape(pag
     shape = shape_of(note)
     open_app(page, app_url)
     pick_sample(page, sample)
-    goto(page, "Craft regions")
-    page.get_by_role("button", name="Add the tag as a region").click()
-    wait_idle(page)
-    goto(page, "Inspect")
-    page.get_by_role("combobox", name="Region").click()
-    page.get_by_role("option", name=re.compile(r"^\d+ tag")).click()
-    wait_idle(page)
-    page.get_by_text("remove", exact=True).click()
-    wait_idle(page)
+    add_the_tag(page)
+    remove_the_tag(page)
     summary = page.get_by_text(re.compile(r"^Top class:")).first
     summary.wait_for(timeout=60_000)
     text = summary.inner_text()
@@ -445,7 +455,7 @@ def test_feedback_lands_where_the_user_acted(page, app_url, tmp_path):
     main_err = page.locator(
         "[data-testid='stMain'] [data-testid='stAlert']", has_text="holiday.png"
     )
-    main_err.first.wait_for(timeout=60_000)
+    main_err.first.wait_for(timeout=120_000)
     assert "was not used" in main_err.first.inner_text()
     assert "/tmp" not in main_err.first.inner_text()
     side_err = page.locator(
@@ -490,21 +500,14 @@ def test_feedback_lands_where_the_user_acted(page, app_url, tmp_path):
 def test_the_report_opens_with_its_conclusion_and_shows_the_edits(page, app_url, tmp_path):
     open_app(page, app_url)
     pick_sample(page, "demo-conflict-1")
-    goto(page, "Craft regions")
-    page.get_by_role("button", name="Add the tag as a region").click()
-    wait_idle(page)
+    add_the_tag(page)
     goto(page, "Explain")
     page.get_by_text("Settings").first.click()
     page.get_by_role("spinbutton", name="Repeats").fill("3")
     page.keyboard.press("Tab")
     wait_idle(page)
     explain(page)
-    goto(page, "Inspect")
-    page.get_by_role("combobox", name="Region").click()
-    page.get_by_role("option", name=re.compile(r"^\d+ tag")).click()
-    wait_idle(page)
-    page.get_by_text("remove", exact=True).click()
-    wait_idle(page)
+    remove_the_tag(page)
     page.get_by_role("button", name="Apply edit").click()
     page.get_by_text("Applied edits").wait_for(timeout=60_000)
     goto(page, "Export")
@@ -541,18 +544,14 @@ def test_every_page_at_1400_and_800_px(page, app_url):
     widths, for a person to look at; each page shows its heading and no error."""
     open_app(page, app_url)
     pick_sample(page, "demo-conflict-1")
-    goto(page, "Craft regions")
-    page.get_by_role("button", name="Add the tag as a region").click()
-    wait_idle(page)
+    add_the_tag(page)
     goto(page, "Explain")
     explain(page)
     goto(page, "Trust")
     page.get_by_role("button", name="Check the explanation").click()
     page.get_by_text(re.compile(r"over \d+ repeats")).first.wait_for(timeout=300_000)
     wait_idle(page)
-    goto(page, "Inspect")
-    page.get_by_text("remove", exact=True).click()
-    wait_idle(page)
+    remove_the_tag(page)
     page.get_by_role("button", name="Apply edit").click()
     page.get_by_text("Applied edits").wait_for(timeout=60_000)
     wait_idle(page)
