@@ -122,7 +122,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
             except (lc.LimecraftError, lc.ModelError) as e:
                 display.error(f"Compare failed: {e}")
         if s.explanation_auto is not None:
-            a, b = st.columns(2)
+            a, b = display.columns([1, 1])
             for col, e, title in (
                 (a, s.explanation_auto, "Automatic superpixels (LIME)"),
                 (b, ex, "With your regions (LIMEcraft)"),

@@ -126,7 +126,7 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
             f" ({after[new_top]:.3f})"
         )
     )
-    a, b = st.columns([3, 2])
+    a, b = display.columns([3, 2])
     a.dataframe(
         {
             "class": names,

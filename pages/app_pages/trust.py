@@ -212,7 +212,7 @@ st.caption(
     f"{ex.timings['total_s']:.1f} s"
 )
 _stability(ex)
-left, right = st.columns(2, gap="large")
+left, right = display.columns([1, 1], gap="large")
 with left:
     if ex.trust.convergence is not None:
         _convergence(ex)
