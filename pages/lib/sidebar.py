@@ -28,6 +28,10 @@ def _upload_key() -> str:
 def _load_upload(key: str) -> None:
     """The upload is only noted here: decoding and segmenting a large image take seconds, so
     :func:`load_pending` does them in the page, with progress."""
+    if key != _upload_key():
+        # The picker of an earlier upload: the browser can send its old value once more after
+        # the picker was replaced, and that must not load the image a second time.
+        return
     up = st.session_state.get(key)
     st.session_state["image_note"] = None
     if up is not None:
