@@ -3,6 +3,7 @@ the model's top-5, recent analyses and "Start fresh"."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 
@@ -146,13 +147,17 @@ def _model_upload(s: Analysis) -> None:
         if arch is None and "state_dict" in why:
             why += ". If it is a state_dict, choose its architecture below"
         st.session_state["model_note"] = ("error", f"That model was not used: {md(why)}")
-        if path != s.model_name:
-            os.remove(path)  # a refused file is not kept
+        if path != s.model_name:  # a refused file is not kept, nor its folder
+            os.remove(path)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
         return
     old = s.model_name
     in_use = any(r.model_name == old for r in state.recent())
     if old != path and old.startswith(state.tmpdir()) and os.path.exists(old) and not in_use:
         os.remove(old)  # the previous upload (its model stays loaded while cached)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(old))
     A.set_model(s, path, names, arch, norm)
     st.session_state["model_pick"] = path  # the registry picker follows, or it would undo this
     s.message = None

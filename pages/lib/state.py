@@ -263,10 +263,13 @@ def adopt(a: Analysis) -> None:
 
 
 def classifier(
-    ref: A.ModelRef | Analysis, precision: str = "auto"
+    ref: A.ModelRef | Analysis | str, precision: str = "auto"
 ) -> lc.Classifier | serving.RemoteScorer:
-    """The analysis's model (its name, uploaded labels and architecture), loaded once per
-    process and precision and shared by all sessions (inference is thread-safe)."""
+    """The analysis's model (its name, uploaded labels and architecture; or a registry name),
+    loaded once per process and precision and shared by all sessions (inference is
+    thread-safe)."""
+    if isinstance(ref, str):
+        ref = A.ModelRef(ref)
     return _classifier(ref if isinstance(ref, A.ModelRef) else A.model_ref(ref), precision)
 
 
