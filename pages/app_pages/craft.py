@@ -128,7 +128,7 @@ def drawing(s: state.AppState) -> None:
     h, w = s.image.shape[:2]
     # As wide as the column the browser gives it (at most CANVAS_WIDTH), so the whole image can
     # be drawn on at any window size; the mask is mapped back to image pixels.
-    room = min(CANVAS_WIDTH, display.column_width("canvas_room", CANVAS_WIDTH))
+    room = display.column_width("canvas_room", CANVAS_WIDTH)
     width = room if w >= h else max(160, min(room, round(CANVAS_WIDTH * w / h)))
     height = max(1, round(width * h / w))
     if st.session_state.pop("_clear_region_name", False):

@@ -15,6 +15,7 @@ from PIL import Image
 from limecraft_core import render
 
 DISPLAY_WIDTH = 560  # px sent to the browser for the main pictures
+NARROW_PX = 720  # a main area narrower than this stacks side-by-side columns
 
 
 def to_display(a: np.ndarray, width: int = DISPLAY_WIDTH) -> Image.Image:
@@ -89,12 +90,18 @@ def outlined(
 
 
 _WIDTH_JS = """
-export default function ({ parentElement, setStateValue }) {
+export default function ({ parentElement, data, setStateValue }) {
+  // Reports the width only when it matters: below the limit (the page must adapt) or when it
+  // grows back above it. A wide window never reports, so it never causes an extra rerun.
   const host = parentElement.host || parentElement;
+  const limit = (data && data.limit) || 0;
   let last = 0, timer = null;
   const send = () => {
     const w = Math.floor(host.getBoundingClientRect().width);
-    if (w > 0 && Math.abs(w - last) >= 8) { last = w; setStateValue("width", w); }
+    if (w <= 0) return;
+    const narrow = w < limit && Math.abs(w - last) >= 8;
+    const widened = last > 0 && last < limit && w >= limit;
+    if (narrow || widened) { last = w; setStateValue("width", w); }
   };
   const ro = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(send, 150); });
   ro.observe(host);
@@ -107,20 +114,20 @@ _width_probe = st.components.v2.component(
 )
 
 
-def column_width(key: str, default: int) -> int:
-    """The width in CSS px of the column this is called in, as the browser lays it out (so a
-    canvas can be drawn to fit it); ``default`` until the browser has said (and in AppTest)."""
-    out = _width_probe(key=key, default={"width": None}, on_width_change=lambda: None)
+def column_width(key: str, limit: int) -> int:
+    """The width in CSS px of the column this is called in, as the browser lays it out, when it
+    is under ``limit``; else ``limit`` (a wide column is not reported, so it costs no rerun;
+    AppTest, which runs no browser, always gets ``limit``)."""
+    out = _width_probe(
+        key=key, data={"limit": limit}, default={"width": None}, on_width_change=lambda: None
+    )
     w = out.get("width") if out is not None else None
-    return int(w) if isinstance(w, (int, float)) and w > 0 else default
-
-
-NARROW_PX = 720  # a main area narrower than this stacks side-by-side columns
+    return min(int(w), limit) if isinstance(w, (int, float)) and w > 0 else limit
 
 
 def measure_main() -> None:
     """Measure the main area's width once per run (app.py calls it before the page)."""
-    st.session_state["_main_px"] = column_width("main_room", 10_000)
+    st.session_state["_main_px"] = column_width("main_room", NARROW_PX)
 
 
 def columns(spec: list[float], **kwargs):

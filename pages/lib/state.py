@@ -334,7 +334,7 @@ class _LRU:
 
 @st.cache_resource
 def _regions_cache() -> _LRU:
-    return _LRU(64)
+    return _LRU(32)
 
 
 def _prepare(
