@@ -365,10 +365,10 @@ def _resized(
         return img, segments
     from PIL import Image
 
+    from .segmentation import resize_nearest
+
     resized = Image.fromarray(_u8(img)).resize((w2, h2), Image.Resampling.LANCZOS)
-    rows = np.minimum(((np.arange(h2) + 0.5) * h / h2).astype(int), h - 1)
-    cols = np.minimum(((np.arange(w2) + 0.5) * w / w2).astype(int), w - 1)
-    return np.asarray(resized, np.float32) / 255.0, segments[rows[:, None], cols[None, :]]
+    return np.asarray(resized, np.float32) / 255.0, resize_nearest(segments, (h2, w2))
 
 
 def _outline_width(shape: tuple[int, ...], outline: int | None) -> int:

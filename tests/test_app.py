@@ -247,6 +247,23 @@ def test_a_bad_default_model_setting_is_a_message_not_a_traceback():
     assert "LIMECRAFT_DEFAULT_MODEL='no-such-model' is not a registered model" in errors[0]
 
 
+def _explain_quickly(at) -> None:
+    """Explain (60 samples, 2 repeats) on the Explain page, without an exception."""
+    at.switch_page("pages/app_pages/explain.py").run()
+    widget(at.number_input, "Samples").set_value(60)
+    widget(at.number_input, "Repeats").set_value(2)
+    at.run()
+    button(at, "Explain").click().run()
+    assert not at.exception, at.exception
+
+
+def _every_page_works(at) -> None:
+    """Every other page opens with no exception and no error."""
+    for page in (CRAFT, INSPECT, "pages/app_pages/trust.py", EXPORT):
+        at.switch_page(page).run()
+        assert not at.exception and not [e.value for e in at.error], page
+
+
 def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
     """A flat image under felzenszwalb is one region (K=1): every page works, and the results
     say so instead of drawing a slider from 1 to 1."""
@@ -255,18 +272,11 @@ def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
     ).run()
     at.switch_page(CRAFT).run()
     widget(at.selectbox, "Superpixels").set_value("felzenszwalb").run()
-    at.switch_page("pages/app_pages/explain.py").run()
-    widget(at.number_input, "Samples").set_value(60)
-    widget(at.number_input, "Repeats").set_value(2)
-    at.run()
-    button(at, "Explain").click().run()
-    assert not at.exception, at.exception
+    _explain_quickly(at)
     assert state(at).explanation.n_regions == 1
     assert not [e.value for e in at.error]
     assert any("1 region" in m.value for m in at.markdown)
-    for page in (CRAFT, INSPECT, "pages/app_pages/trust.py", EXPORT):
-        at.switch_page(page).run()
-        assert not at.exception and not [e.value for e in at.error], page
+    _every_page_works(at)
 
 
 def test_two_regions_the_tag_and_the_rest_work_on_every_page(at):
@@ -276,20 +286,13 @@ def test_two_regions_the_tag_and_the_rest_work_on_every_page(at):
     button(at, "Add the tag as a region").click().run()
     radio = next(r for r in at.radio if r.label == "Outside your regions")
     radio.set_value("one").run()
-    at.switch_page("pages/app_pages/explain.py").run()
-    widget(at.number_input, "Samples").set_value(60)
-    widget(at.number_input, "Repeats").set_value(2)
-    at.run()
-    button(at, "Explain").click().run()
-    assert not at.exception, at.exception
+    _explain_quickly(at)
     ex = state(at).explanation
     assert ex.n_regions == 2 and "tag" in ex.region_names
     assert not [e.value for e in at.error]
     k = next(s for s in at.slider if s.label == "Top k for and k against")
     assert (k.min, k.max, k.value) == (1, 2, 2)
-    for page in (CRAFT, INSPECT, "pages/app_pages/trust.py", EXPORT):
-        at.switch_page(page).run()
-        assert not at.exception and not [e.value for e in at.error], page
+    _every_page_works(at)
     at.switch_page(INSPECT).run()
     region = next(s for s in at.selectbox if s.label == "Region")
     # named, with the weight explained; the strongest named region first

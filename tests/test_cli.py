@@ -48,19 +48,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def test_explain_writes_the_three_files(files, photo):
     out = files["dir"] / "out"
     code = main(
-        [
-            "explain",
-            str(files["img"]),
-            "--out",
-            str(out),
-            "--model",
-            str(files["model"]),
-            "--labels",
-            str(files["labels"]),
-            "--input-size",
-            "48",
-            "--samples",
-            "60",
+        _toy_args(
+            files,
+            out,
             "--segmentation",
             "slic",
             "--n-segments",
@@ -68,7 +58,7 @@ def test_explain_writes_the_three_files(files, photo):
             "--fill",
             "#808080",
             "--quiet",
-        ]
+        )
     )
     assert code == 0
     doc = json.loads((out / "explanation.json").read_text())

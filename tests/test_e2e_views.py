@@ -232,9 +232,7 @@ def test_overlay_tint_follows_the_weight_and_every_bar_is_labelled(page, app_url
     photo = np.asarray(
         Image.fromarray(sample.image).resize((over.shape[1], h), Image.Resampling.LANCZOS)
     ).astype(float)
-    rows = np.minimum(((np.arange(h) + 0.5) * h0 / h).astype(int), h0 - 1)
-    cols = np.minimum(((np.arange(over.shape[1]) + 0.5) * w0 / over.shape[1]).astype(int), w0 - 1)
-    lab = reg.labels[rows[:, None], cols[None, :]]
+    lab = lc.segmentation.resize_nearest(reg.labels, (h, over.shape[1]))
     from scipy.ndimage import binary_erosion
 
     top = max(abs(w) for w in weights.values())

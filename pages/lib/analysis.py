@@ -159,7 +159,7 @@ class Analysis:
     @property
     def image_key(self) -> str:
         """A short hash of the image: the same picture again is recognised."""
-        return _digest(self.image)[:16]
+        return digest(self.image)[:16]
 
 
 def new(
@@ -438,7 +438,7 @@ def _normalize(v: Any) -> str | None:
     return v
 
 
-def _digest(a: np.ndarray) -> str:
+def digest(a: np.ndarray) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(str((a.shape, a.dtype.str)).encode())
     h.update(np.ascontiguousarray(a).tobytes())
@@ -477,7 +477,7 @@ def fingerprint(a: Analysis) -> str:
     ]
     h.update(repr(parts).encode())
     for arr in (a.image, a.tag_mask, a.edited_image, *(r.mask for r in a.hand)):
-        h.update(b"-" if arr is None else _digest(arr).encode())
+        h.update(b"-" if arr is None else digest(arr).encode())
     return h.hexdigest()
 
 

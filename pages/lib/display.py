@@ -72,12 +72,11 @@ def label_ids(
 def _outlined(image: np.ndarray, labels: np.ndarray, width: int) -> np.ndarray:
     from skimage.segmentation import find_boundaries
 
+    from limecraft_core.segmentation import resize_nearest
+
     im = np.asarray(to_display(image, width), np.float64)
-    h, w = im.shape[:2]
-    # Labels at display size (nearest), so the lines are one display pixel thin at any size.
-    ys = np.minimum((np.arange(h) * labels.shape[0] / h).astype(int), labels.shape[0] - 1)
-    xs = np.minimum((np.arange(w) * labels.shape[1] / w).astype(int), labels.shape[1] - 1)
-    edge = find_boundaries(labels[ys][:, xs], mode="inner")
+    # Labels at display size, so the lines are one display pixel thin at any size.
+    edge = find_boundaries(resize_nearest(labels, im.shape[:2]), mode="inner")
     im[edge] = 0.35 * im[edge] + 0.65 * 255  # light lines: the photo's colours stay readable
     return im.astype(np.uint8)
 

@@ -346,12 +346,7 @@ def _prepare(
 ) -> lc.Regions:
     """The engine's region stage, cached on its inputs. Not ``st.cache_data``: that would
     replay the progress bar's updates, which belong to the run that made the regions."""
-    h = hashlib.blake2b(digest_size=16)
-    for a in (image, *masks):
-        h.update(str((a.shape, a.dtype.str)).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    h.update(repr((seg, names)).encode())
-    key = h.hexdigest()
+    key = "|".join([*(A.digest(a) for a in (image, *masks)), repr((seg, names))])
     hit = _regions_cache().get(key)
     if hit is not None:
         return hit

@@ -13,7 +13,7 @@ from limecraft_core import trust as T
 from limecraft_core.config import spec
 from pages.lib import charts, config_form, display, state
 
-WEAK_SHARE = 0.05  # regions under this share of the largest |weight| are not tinted by default
+WEAK_SHARE = render.MIN_SHARE  # regions under this share of the largest |weight| are untinted
 
 BASIC = (
     "samples",
