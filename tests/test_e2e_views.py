@@ -348,11 +348,14 @@ def test_your_own_model_keeps_its_name_and_labels_everywhere(page, app_url, tmp_
     assert "broken.pt2" in text
     assert "/tmp" not in text and "limecraft-session" not in text and "--arch" not in text
     # the real model with its labels
-    uploader(page, "Model file").set_input_files(str(model))
-    uploader(page, "Labels").set_input_files(str(labels))
+    # one file after the other, as a person picks them: two pickers set within the same
+    # millisecond raced the first upload's rerun and the second file was dropped (seen in CI)
     side = page.locator("[data-testid='stSidebar']")
-    side.get_by_text("labels.txt").first.wait_for(timeout=60_000)
+    uploader(page, "Model file").set_input_files(str(model))
     side.get_by_text("m.pt2", exact=True).first.wait_for(timeout=60_000)
+    wait_idle(page)
+    uploader(page, "Labels").set_input_files(str(labels))
+    side.get_by_text("labels.txt").first.wait_for(timeout=60_000)
     wait_idle(page)
     page.get_by_role("button", name="Use this model").click()
     wait_idle(page)
