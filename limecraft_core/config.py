@@ -291,7 +291,8 @@ class SamplingConfig(_Group):
     samples: int = _f(1000, "N, the perturbed images including the original", "int")
     scheme: str = _f(
         "bernoulli",
-        "bernoulli is lime's scheme; stratified and antithetic lower the variance",
+        "bernoulli is lime's scheme; stratified and antithetic lower the variance; "
+        "glime samples from the kernel",
         "choice",
         choices=SCHEMES,
         flat="sampling",

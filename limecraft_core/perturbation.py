@@ -1,7 +1,9 @@
 """Perturbations: binary masks over regions, what a hidden region shows, and batched composition.
 
 Perturbed images are never built one at a time in Python: each batch is composed on the model's
-device as ``where(masks[:, labels], image, fill)`` and only the model's outputs are kept.
+device as ``where(masks[:, labels], image, fill)`` and only the model's outputs are kept. The
+``inpaint`` fill depends on which regions are hidden together, so it has no fixed fill image:
+its fill is the marker :data:`PER_MASK` (NaN) and each batch is inpainted as it is composed.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from scipy import ndimage as ndi
 from scipy.special import gammaln
 
 from ._validate import Cancelled, LimecraftError, as_float_image, check_float, check_int
+from .surrogate import make_kernel
 
 __all__ = [
     "FILLS",
+    "PER_MASK",
     "SCHEMES",
     "MaskCache",
     "MaskSample",
@@ -32,8 +36,15 @@ __all__ = [
     "sample_masks",
 ]
 
-SCHEMES = ("bernoulli", "stratified", "antithetic")
-FILLS = ("mean", "gray", "black", "blur", "inpaint")
+SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
+FILLS = ("mean", "gray", "black", "blur", "inpaint", "inpaint-each")
+
+#: The fill value that stands for "inpaint each perturbation": a fill image whose values are NaN
+#: (what :func:`make_fill` gives for ``inpaint``). :func:`compose_batch` recognises it and fills
+#: the hidden pixels of each mask from that mask's kept pixels. A fill image is never NaN
+#: otherwise, and a scorer that composes without :func:`compose_batch` gets NaN images, so
+#: the model fails loudly rather than scoring the wrong pixels.
+PER_MASK = float("nan")
 
 #: A fill is a name from FILLS, a ``#RRGGBB`` colour, or a callable
 #: ``(image (H, W, 3) float32, labels (H, W) int) -> (H, W, 3) float32``.
@@ -67,6 +78,16 @@ def _binom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
         return np.exp(logc + k * np.log(p) + (n - k) * np.log1p(-p))
 
 
+def _glime_counts(k_regions: int, p: float, kernel_width: float | str) -> np.ndarray:
+    """GLIME's distribution of kept counts: q(k) ∝ Binom(k; K, p) π(d_k), k = 0..K."""
+    k = np.arange(k_regions + 1, dtype=np.float64)
+    d = 1.0 - np.sqrt(k / k_regions)  # surrogate.cosine_distance of a mask with k kept
+    # a kernel that underflows to 0 far away would give infinite weights: keep it positive
+    pi = np.maximum(make_kernel(kernel_width)(d), np.finfo(np.float64).tiny)
+    q = _binom_pmf(k, k_regions, p) * pi
+    return q / q.sum()
+
+
 def sample_masks(
     n_regions: int,
     n_samples: int,
@@ -74,6 +95,7 @@ def sample_masks(
     scheme: str = "bernoulli",
     p: float = 0.5,
     rng: np.random.Generator | int | None = 0,
+    kernel_width: float | str = 0.25,
 ) -> MaskSample:
     """Draw N binary masks over K regions; row 0 is the original image (all regions on).
 
@@ -81,16 +103,25 @@ def sample_masks(
     ----------
     n_regions : int, K >= 1
     n_samples : int, N >= 2
-    scheme : {"bernoulli", "stratified", "antithetic"}
+    scheme : {"bernoulli", "stratified", "antithetic", "glime"}
         ``bernoulli``: each region on with probability p (the lime package's scheme).
         ``stratified``: the number of active regions k is drawn uniformly from 0..K, then k
         regions at random; each row is weighted by Binom(k; K, p) * (K + 1) so that the fit
         targets the same objective as Bernoulli(p) (arXiv 2403.17742).
         ``antithetic``: Bernoulli(0.5) rows in complementary pairs (z, 1 - z), one after the
         other, which cancels the sampling noise of every linear effect; needs p = 0.5.
+        ``glime``: GLIME-Binomial (Tan et al., NeurIPS 2023): draws from the kernel-weighted
+        target instead of weighting Bernoulli(p) draws by the kernel. The count k is drawn
+        from q(k) ∝ Binom(k; K, p) π(1 - sqrt(k / K)), π the kernel of ``kernel_width``, then
+        k regions at random; each row is weighted by Binom(k; K, p) / q(k) (mean 1), so kernel
+        times weight is constant for that kernel and any other kernel still fits the
+        Bernoulli(p) objective. Lower variance when the kernel is narrow.
     p : float in (0, 1)
     rng : numpy Generator or int seed
         The same seed gives identical masks.
+    kernel_width : float or "uniform"
+        The kernel that ``glime`` samples from (the surrogate's, see
+        :func:`~limecraft_core.surrogate.make_kernel`); ignored by the other schemes.
 
     Returns
     -------
@@ -119,6 +150,11 @@ def sample_masks(
         ranks = np.argsort(np.argsort(gen.random((rows, k_regions)), axis=1), axis=1)
         z = ranks < k[:, None]
         weights[1:] = _binom_pmf(k.astype(np.float64), k_regions, p) * (k_regions + 1)
+    elif scheme == "glime":
+        q = _glime_counts(k_regions, p, kernel_width)
+        k = gen.choice(k_regions + 1, size=rows, p=q)
+        ranks = np.argsort(np.argsort(gen.random((rows, k_regions)), axis=1), axis=1)
+        z = ranks < k[:, None]
     else:
         if abs(p - 0.5) > 1e-12:
             raise LimecraftError("antithetic sampling needs p = 0.5")
@@ -131,6 +167,9 @@ def sample_masks(
     if rows >= 3:
         for j in np.flatnonzero(z.all(axis=0) | ~z.any(axis=0)):
             z[gen.integers(rows), j] ^= True
+    if scheme == "glime":  # after the guard, so a flipped row is weighted for its own count
+        k = z.sum(axis=1)
+        weights[1:] = _binom_pmf(k.astype(np.float64), k_regions, p) / q[k]
     masks = np.concatenate([np.ones((1, k_regions), dtype=bool), z])
     return MaskSample(masks=masks, weights=weights, scheme=scheme, p=p)
 
@@ -242,30 +281,73 @@ def inpaint(image: np.ndarray, hole: np.ndarray, *, max_size: int | None = 256) 
     return np.clip(out.numpy().transpose(1, 2, 0), 0.0, 1.0)
 
 
+def _inpaint_small(values: torch.Tensor, known: torch.Tensor) -> torch.Tensor:
+    """Pull-push at most ``_INPAINT_SIZE`` px on the longer side, upsampled back.
+
+    A hole's fill is smooth, so little is lost. Area averages keep the premultiplied form exact
+    at partly known cells.
+
+    Parameters
+    ----------
+    values : (B, 3, H, W) float tensor, premultiplied by ``known``
+    known : (B, 1, H, W) float tensor in [0, 1]
+
+    Returns
+    -------
+    (B, 3, H, W) float tensor; the fill everywhere (known pixels too, smoothed).
+    """
+    h, w = values.shape[-2:]
+    s = min(1.0, _INPAINT_SIZE / max(h, w))
+    if s < 1:
+        small = (max(1, round(h * s)), max(1, round(w * s)))
+        values = F.interpolate(values, size=small, mode="area")
+        known = F.interpolate(known, size=small, mode="area")
+    filled = _pull_push(values, known)
+    if s < 1:
+        filled = F.interpolate(filled, size=(h, w), mode="bilinear", align_corners=False)
+    return filled
+
+
+def _inpaint_union(image: torch.Tensor, keep: torch.Tensor, out: torch.Tensor | None = None):
+    """Each perturbation's hidden pixels filled from its own kept pixels (fill ``inpaint``).
+
+    Parameters
+    ----------
+    image : (3, H, W) float tensor
+    keep : (B, 1, H, W) float tensor in {0, 1}, after mask expansion
+    out : (B, 3, H, W) float tensor, optional
+
+    Returns
+    -------
+    (B, 3, H, W) float tensor: the image where kept (exactly), the pull-push fill elsewhere; a
+    perturbation that keeps nothing shows the image's mean colour, as :func:`inpaint` does.
+    """
+    filled = _inpaint_small(image * keep, keep)
+    nothing_kept = keep.amax(dim=(1, 2, 3)).view(-1, 1, 1, 1) == 0
+    filled = torch.where(nothing_kept, image.mean(dim=(1, 2)).view(1, 3, 1, 1), filled)
+    return torch.where(keep.bool(), image, filled.clamp_(0.0, 1.0), out=out)
+
+
+def _is_per_mask(fill: torch.Tensor) -> bool:
+    """Whether ``fill`` is the :data:`PER_MASK` marker (one element is enough: see there)."""
+    return bool(torch.isnan(fill.reshape(-1)[:1]).any())
+
+
 def _inpaint_regions(img: np.ndarray, labels: np.ndarray, chunk: int = 16) -> np.ndarray:
-    """Per-region inpainting: region k is filled from everything around it.
+    """Per-region inpainting (fill ``inpaint-each``): region k is filled from everything around it.
 
     The pull-push runs on a copy at most 128 px on its longer side (a hole's fill is smooth, so
     little is lost) and is upsampled back; known pixels keep their exact values.
     """
     k = int(labels.max()) + 1
-    h, w = labels.shape
     x = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))[None]
     lab = torch.from_numpy(labels.astype(np.int64))
-    s = min(1.0, _INPAINT_SIZE / max(h, w))
-    small = (max(1, round(h * s)), max(1, round(w * s)))
     out = x[0].clone()
     for start in range(0, k, chunk):
         ids = torch.arange(start, min(start + chunk, k))
         hidden = lab[None] == ids[:, None, None]  # (b, H, W)
         known = (~hidden)[:, None].float()
-        v = x * known
-        if s < 1:  # area averages keep the premultiplied form exact at partly known cells
-            v = F.interpolate(v, size=small, mode="area")
-            known = F.interpolate(known, size=small, mode="area")
-        filled = _pull_push(v, known)
-        if s < 1:
-            filled = F.interpolate(filled, size=(h, w), mode="bilinear", align_corners=False)
+        filled = _inpaint_small(x * known, known)
         for b in range(len(ids)):
             out = torch.where(hidden[b], filled[b], out)
     return out.numpy().transpose(1, 2, 0)
@@ -283,13 +365,22 @@ def make_fill(
     fill : str or callable
         ``mean``: each region's mean colour (the lime package's default). ``gray``, ``black``
         or ``#RRGGBB``: a constant colour. ``blur``: a Gaussian blur of the image
-        (sigma ``blur_sigma``, default 1/20 of the shorter side). ``inpaint``: each region is
-        filled from its surroundings by pull-push interpolation, computed per region so that
-        it composes with any other hidden regions. A callable ``(image, labels) -> fill``.
+        (sigma ``blur_sigma``, default 1/20 of the shorter side). ``inpaint``: the hidden
+        regions of each perturbation are filled together, by pull-push interpolation from
+        the pixels that perturbation keeps, so a hidden region never shows the pixels of
+        another hidden one; this depends on the mask, so the fill returned is the marker
+        :data:`PER_MASK` and :func:`compose_batch` computes it (see :func:`perturbed_images`
+        for the images). ``inpaint-each``: each region filled alone from everything around
+        it, hidden neighbours included (computed once). A callable ``(image, labels) -> fill``.
 
     Returns
     -------
-    (H, W, 3) float32 ndarray in [0, 1].
+    (H, W, 3) float32 ndarray in [0, 1]; all :data:`PER_MASK` (NaN) for ``inpaint``.
+
+    Raises
+    ------
+    LimecraftError
+        For an unknown fill, or a fill function that returns the wrong shape or NaN.
     """
     img = as_float_image(image)
     fill = check_fill(fill)
@@ -297,6 +388,8 @@ def make_fill(
         out = np.asarray(fill(img.copy(), labels.copy()), dtype=np.float32)
         if out.shape != img.shape:
             raise LimecraftError(f"a fill function must return shape {img.shape}, got {out.shape}")
+        if not np.isfinite(out).all():
+            raise LimecraftError("a fill function must return finite values in [0, 1]")
         return np.clip(out, 0.0, 1.0)
     colour = _parse_colour(fill)
     if colour is not None:
@@ -307,6 +400,8 @@ def make_fill(
         sigma = blur_sigma if blur_sigma is not None else max(1.0, min(img.shape[:2]) / 20)
         sigma = check_float("blur_sigma", sigma, 0.0, lo_open=True)
         return ndi.gaussian_filter(img, sigma=(sigma, sigma, 0), mode="nearest")
+    if fill == "inpaint":
+        return np.full(img.shape, PER_MASK, np.float32)
     return np.clip(_inpaint_regions(img, labels), 0.0, 1.0)
 
 
@@ -321,6 +416,7 @@ def compose_batch(
     out: torch.Tensor | None = None,
     diff: torch.Tensor | None = None,
     expand: int = 0,
+    per_mask: bool | None = None,
 ) -> torch.Tensor:
     """Build a batch of perturbed images on the tensors' device.
 
@@ -329,6 +425,10 @@ def compose_batch(
     multiply-add, about 3x faster than a boolean ``where`` on a CPU. Hidden pixels are exactly
     the fill; kept pixels equal the image up to float rounding (1 ulp).
 
+    When ``fill`` is the :data:`PER_MASK` marker (fill ``inpaint``), the hidden pixels of each
+    image are instead inpainted, all at once, from that image's kept pixels (pull-push at most
+    128 px on the longer side, as for ``inpaint-each``); kept pixels are the image exactly.
+
     Parameters
     ----------
     image, fill : (3, H, W) float tensors
@@ -336,8 +436,11 @@ def compose_batch(
     masks : (B, K) bool tensor; True keeps the region
     out : (B, 3, H, W) float tensor, optional; a buffer to write into
     diff : (3, H, W) float tensor, optional; ``image - fill``, precomputed once per image
+        (not used for the :data:`PER_MASK` fill)
     expand : int >= 0; hidden areas grow by this many pixels (mask expansion), so that the
         edges of a hidden object do not leak through the fill
+    per_mask : bool, optional; whether ``fill`` is the :data:`PER_MASK` marker. Default: look
+        (one element, which waits for the device); pass it when composing many batches.
 
     Returns
     -------
@@ -347,11 +450,18 @@ def compose_batch(
     keep = masks.to(image.dtype).index_select(1, labels.reshape(-1)).view(b, 1, *labels.shape)
     if expand > 0:  # grow every hidden area by `expand` pixels: 1 - maxpool(1 - keep)
         keep = 1.0 - F.max_pool2d(1.0 - keep, 2 * expand + 1, stride=1, padding=expand)
+    if _is_per_mask(fill) if per_mask is None else per_mask:
+        return _inpaint_union(image, keep, out=out)
     return torch.addcmul(fill, keep, image - fill if diff is None else diff, out=out)
 
 
 def perturbed_images(
-    image: np.ndarray, labels: np.ndarray, masks: np.ndarray, fill: Fill = "mean"
+    image: np.ndarray,
+    labels: np.ndarray,
+    masks: np.ndarray,
+    fill: Fill = "mean",
+    *,
+    expand: int = 0,
 ) -> np.ndarray:
     """The perturbed images for a few masks, as arrays (for display and tests).
 
@@ -361,15 +471,23 @@ def perturbed_images(
     labels : (H, W) int ndarray, 0..K-1
     masks : (B, K) bool ndarray
 
+    fill : str or callable, as for :func:`make_fill`
+    expand : int >= 0, mask expansion in pixels
+
     Returns
     -------
-    (B, H, W, 3) float32 ndarray in [0, 1].
+    (B, H, W, 3) float32 ndarray in [0, 1]; the pixels the model sees (composed as the
+    engine's batches are).
     """
     img = as_float_image(image)
     f = make_fill(img, labels, fill)
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
     out = compose_batch(
-        t(img), t(f), torch.from_numpy(labels.astype(np.int64)), torch.from_numpy(masks)
+        t(img),
+        t(f),
+        torch.from_numpy(labels.astype(np.int64)),
+        torch.from_numpy(np.asarray(masks, dtype=bool)),
+        expand=check_int("expand", expand, 0, 64),
     )
     return out.numpy().transpose(0, 2, 3, 1)
 
@@ -394,7 +512,7 @@ def run_masks(
     Parameters
     ----------
     forward : callable, (B, 3, H, W) float tensor on the device -> (B, C) float tensor
-    image, fill : (3, H, W) float tensors on the device
+    image, fill : (3, H, W) float tensors on the device; ``fill`` may be :data:`PER_MASK`
     labels : (H, W) int64 tensor on the device
     masks : (N, K) bool ndarray
     batch_size : int
@@ -409,7 +527,8 @@ def run_masks(
     result: torch.Tensor | None = None  # (N, C), allocated once the first batch gives C
     done = 0
     buffer = None
-    diff = image - fill
+    per_mask = _is_per_mask(fill)
+    diff = None if per_mask else image - fill
     while done < n:
         if cancel is not None and cancel():
             raise Cancelled("cancelled")
@@ -421,7 +540,14 @@ def run_masks(
                     (stop - done, *image.shape), dtype=image.dtype, device=image.device
                 )
             batch = compose_batch(
-                image, fill, labels, m, out=buffer[: stop - done], diff=diff, expand=expand
+                image,
+                fill,
+                labels,
+                m,
+                out=buffer[: stop - done],
+                diff=diff,
+                expand=expand,
+                per_mask=per_mask,
             )
             out = forward(batch).float()
             if result is None:

@@ -251,7 +251,9 @@ def plan_samples(k: int, cfg: ExplainConfig) -> Plan:
     s = cfg.sampling
 
     def draw(n: int, seed: int) -> MaskSample:
-        return sample_masks(k, n, scheme=s.scheme, p=s.p, rng=seed)
+        return sample_masks(
+            k, n, scheme=s.scheme, p=s.p, rng=seed, kernel_width=cfg.surrogate.kernel_width
+        )
 
     faith = cfg.trust.faithfulness
     return Plan(

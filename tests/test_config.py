@@ -248,7 +248,10 @@ BAD: dict[str, tuple[object, str]] = {
     "early_stop_step": (5, r"early_stop_step must be in \[10, 200000\], got 5"),
     "kernel_width": (0, r"kernel_width must be > 0"),
     "ridge_alpha": ("strong", r"ridge_alpha must be a number, got 'strong'"),
-    "fill": ("plaid", r"fill must be one of mean, gray, black, blur, inpaint or a colour"),
+    "fill": (
+        "plaid",
+        r"fill must be one of mean, gray, black, blur, inpaint, inpaint-each or a colour",
+    ),
     "blur_sigma": (0, r"blur_sigma must be > 0"),
     "mask_expansion": (65, r"mask_expansion must be in \[0, 64\], got 65"),
     "output_space": ("logits", r"output_space must be one of probability, raw; got 'logits'"),

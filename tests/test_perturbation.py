@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 import torch
+from scipy import ndimage as ndi
+from scipy.stats import binom, chi2
 from toys import ChannelMeans, Recorder
 
 from limecraft_core import (
@@ -16,7 +18,7 @@ from limecraft_core import (
 )
 
 
-@pytest.mark.parametrize("scheme", ["bernoulli", "stratified", "antithetic"])
+@pytest.mark.parametrize("scheme", ["bernoulli", "stratified", "antithetic", "glime"])
 def test_masks_shape_row0_and_seed(scheme):
     a = sample_masks(30, 200, scheme=scheme, rng=5)
     b = sample_masks(30, 200, scheme=scheme, rng=5)
@@ -27,7 +29,7 @@ def test_masks_shape_row0_and_seed(scheme):
     assert not np.array_equal(a.masks, c.masks)
 
 
-@pytest.mark.parametrize("scheme", ["bernoulli", "stratified", "antithetic"])
+@pytest.mark.parametrize("scheme", ["bernoulli", "stratified", "antithetic", "glime"])
 @pytest.mark.parametrize("k", [1, 2, 7, 60])
 def test_every_region_is_both_hidden_and_kept(scheme, k):
     for seed in range(20):
@@ -66,7 +68,7 @@ def test_bad_sampling_values():
         sample_masks(5, 10, scheme="antithetic", p=0.3)
 
 
-@pytest.mark.parametrize("fill", ["mean", "gray", "black", "blur", "inpaint", "#ff8000"])
+@pytest.mark.parametrize("fill", ["mean", "gray", "black", "blur", "inpaint-each", "#ff8000"])
 def test_fills_have_the_image_shape_and_range(photo, fill):
     labels = segment(photo, "slic", n_segments=20)
     before = photo.copy()
@@ -94,9 +96,11 @@ def test_inpaint_fills_a_hole_from_its_surroundings():
     labels = np.zeros((40, 40), np.int32)
     labels[15:25, 5:12] = 1  # a hole inside the red half
     labels[15:25, 28:35] = 2  # a hole inside the blue half
-    f = make_fill(img, labels, "inpaint")
-    assert f[20, 8, 0] > 0.9 and f[20, 8, 2] < 0.1
-    assert f[20, 31, 2] > 0.9 and f[20, 31, 0] < 0.1
+    f = make_fill(img, labels, "inpaint-each")
+    g = perturbed_images(img, labels, np.array([[True, False, False]]), "inpaint")[0]
+    for fill in (f, g):
+        assert fill[20, 8, 0] > 0.9 and fill[20, 8, 2] < 0.1
+        assert fill[20, 31, 2] > 0.9 and fill[20, 31, 0] < 0.1
 
 
 def test_bad_fill_is_refused(photo):
@@ -180,3 +184,182 @@ def test_inpaint_keeps_known_pixels_and_fills_the_hole():
     assert np.allclose(out[~hole], img[~hole] / 255.0, atol=1e-6)
     assert out[30, 17, 0] > 0.9 and out[30, 17, 2] < 0.1
     assert np.array_equal(inpaint(img, np.zeros((60, 80), bool)), img / np.float32(255))
+
+
+# --------------------------------------------------------------------------- union inpaint
+
+
+def _striped_object(h=48, w=64, n_parts=5):
+    """Black/white stripes on an object over a smooth background; the object is split into
+    ``n_parts`` vertical regions (ids 1..n_parts), the background is region 0."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    img = np.stack([0.3 + 0.4 * xx / w, 0.5 + 0.2 * yy / h, 0.6 - 0.3 * xx / w], -1)
+    obj = (abs(yy - h / 2) < h / 4) & (abs(xx - w / 2) < w / 3)
+    img[obj] = ((xx[obj] // 3) % 2)[:, None].astype(float)  # stripes 3 px wide
+    labels = np.zeros((h, w), np.int64)
+    x0, x1 = xx[obj].min(), xx[obj].max() + 1
+    part = np.minimum((xx - x0) * n_parts // (x1 - x0), n_parts - 1) + 1
+    labels[obj] = part[obj]
+    return img.astype(np.float32), labels, obj
+
+
+def test_make_fill_inpaint_is_the_per_mask_marker(photo):
+    from limecraft_core.perturbation import PER_MASK
+
+    labels = segment(photo, "slic", n_segments=20)
+    f = make_fill(photo, labels, "inpaint")
+    assert f.shape == photo.shape and f.dtype == np.float32 and np.isnan(PER_MASK)
+    assert np.isnan(f).all()
+
+
+@pytest.mark.parametrize("expand", [0, 2])
+def test_union_inpaint_does_not_read_the_hidden_pixels(expand):
+    img, labels, obj = _striped_object()
+    hide_all = np.array([[True, False, False, False, False, False]])  # the whole object hidden
+    recoloured = img.copy()
+    recoloured[obj] = np.random.default_rng(0).random((obj.sum(), 3))
+    union = [
+        perturbed_images(x, labels, hide_all, "inpaint", expand=expand)[0]
+        for x in (img, recoloured)
+    ]
+    each = [
+        perturbed_images(x, labels, hide_all, "inpaint-each", expand=expand)[0]
+        for x in (img, recoloured)
+    ]
+    assert np.array_equal(union[0], union[1])  # the hidden pixels' own values never show
+    assert np.abs(each[0] - each[1])[obj].max() > 0.05  # per region: the neighbours leak
+    # kept pixels, outside the expansion, are the image exactly
+    kept = ~ndi.binary_dilation(obj, np.ones((3, 3)), iterations=expand) if expand else ~obj
+    assert np.array_equal(union[0][kept], img[kept])
+    assert 0 <= union[0].min() and union[0].max() <= 1
+
+
+def test_union_inpaint_is_smooth_and_nothing_kept_shows_the_mean():
+    img, labels, obj = _striped_object()
+    out = perturbed_images(img, labels, np.array([[True] + [False] * 5, [False] * 6]), "inpaint")
+    # filled from the smooth background alone: no stripes in the hole
+    rows = obj.any(axis=1).sum()
+    hole = out[0][obj].reshape(rows, -1, 3)  # the object is a rectangle
+    assert max(np.abs(np.diff(hole, axis=a)).max() for a in (0, 1)) < 0.05
+    assert np.allclose(out[1], img.mean(axis=(0, 1)), atol=1e-6)
+
+
+@pytest.mark.parametrize("expand", [0, 3])
+def test_union_inpaint_batches_are_the_displayed_images(photo, expand):
+    from limecraft_core import Classifier
+    from limecraft_core.perturbation import run_masks
+
+    labels = segment(photo, "slic", n_segments=20)
+    k = int(labels.max()) + 1
+    masks = sample_masks(k, 11, rng=0).masks
+    want = perturbed_images(photo, labels, masks, "inpaint", expand=expand)
+    model = Recorder(ChannelMeans())
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
+    img, fill = t(photo / np.float32(255)), t(make_fill(photo, labels, "inpaint"))
+    lab = torch.from_numpy(labels.astype(np.int64))
+    run_masks(Classifier(model, device="cpu"), img, fill, lab, masks, 4, expand=expand)
+    seen = torch.cat(model.batches).numpy().transpose(0, 2, 3, 1)
+    assert np.array_equal(seen, want)
+    # a scorer that precomputes image - fill (the Ray replica) composes the same pixels
+    m = torch.from_numpy(masks)
+    direct = compose_batch(img, fill, lab, m, diff=img - fill, expand=expand)
+    assert torch.equal(direct, torch.from_numpy(want).permute(0, 3, 1, 2))
+
+
+def test_explain_with_union_inpaint_on_a_tiny_model(photo):
+    from limecraft_core import Classifier
+    from serving.workqueue import QueuedScorer, WorkQueue
+
+    labels = segment(photo, "slic", n_segments=15)
+    model = Recorder(ChannelMeans())
+    kw = dict(segments=labels, samples=40, fill="inpaint", compare_fills=["inpaint-each"])
+    res = explain(photo, model, **kw)
+    assert np.isfinite(res.weights).all()
+    seen = torch.cat(model.batches)
+    assert torch.isfinite(seen).all() and 0 <= seen.min() and seen.max() <= 1
+    assert res.trust.fills.fills == ["inpaint", "inpaint-each"]
+    # the shared work queue composes through compose_batch too: the same scores
+    queue = WorkQueue()
+    try:
+        clf = Classifier(ChannelMeans(), device="cpu")
+        queued = explain(photo, QueuedScorer(clf, queue), **kw)
+    finally:
+        queue.shutdown()
+    assert np.allclose(queued.weights, res.weights, atol=1e-6)
+
+
+def test_a_fill_function_must_not_return_nan(quadrants):
+    labels = np.zeros((32, 32), int)
+    with pytest.raises(LimecraftError, match="finite"):
+        make_fill(quadrants, labels, lambda img, lab: np.full(img.shape, np.nan, np.float32))
+
+
+# --------------------------------------------------------------------------- glime sampling
+
+
+def test_glime_counts_follow_the_kernel_weighted_binomial():
+    from limecraft_core.perturbation import _glime_counts
+    from limecraft_core.surrogate import cosine_distance, make_kernel
+
+    k, n = 12, 40001
+    q = _glime_counts(k, 0.5, 0.25)
+    ks = np.arange(k + 1)
+    d = cosine_distance(ks[:, None] > np.arange(k)[None])
+    expected = binom.pmf(ks, k, 0.5) * make_kernel(0.25)(d)
+    assert np.allclose(q, expected / expected.sum())
+    counts = np.bincount(
+        sample_masks(k, n, scheme="glime", rng=0).masks[1:].sum(1), minlength=k + 1
+    )
+    ok = q * (n - 1) >= 5  # chi-square on the cells with enough expected counts
+    stat = (((counts - q * (n - 1)) ** 2) / (q * (n - 1)))[ok].sum()
+    assert stat < chi2.ppf(0.999, ok.sum() - 1)
+    # a uniform kernel is plain Bernoulli(p) counts, with unit weights
+    s = sample_masks(k, 2001, scheme="glime", p=0.3, kernel_width="uniform", rng=0)
+    assert np.allclose(_glime_counts(k, 0.3, "uniform"), binom.pmf(ks, k, 0.3))
+    assert np.allclose(s.weights, 1.0)
+
+
+@pytest.mark.parametrize("width", [0.1, 0.25, 0.5])
+def test_glime_weights_times_the_kernel_are_constant(width):
+    from limecraft_core.surrogate import cosine_distance, make_kernel
+
+    s = sample_masks(30, 3000, scheme="glime", p=0.5, kernel_width=width, rng=1)
+    prod = make_kernel(width)(cosine_distance(s.masks[1:])) * s.weights[1:]
+    assert np.allclose(prod, prod[0], rtol=1e-9)
+    assert abs(s.weights[1:].mean() - 1) < 0.1  # Binom / q has mean 1
+
+
+def test_glime_weighted_fit_converges_to_bernoullis():
+    """Both fits target the Bernoulli(p) kernel-weighted objective: with enough samples they
+    agree with its exact solution (every mask enumerated), interactions included."""
+    from limecraft_core.surrogate import cosine_distance, fit_ridge, make_kernel
+
+    k, width, p = 6, 0.3, 0.5
+    beta = np.array([1.0, -2.0, 0.5, 3.0, 0.0, -1.0])
+    f = lambda z: z @ beta + 2.0 * z[:, 0] * z[:, 3] - z[:, 1] * z[:, 2] * z[:, 5]  # noqa: E731
+    kern = make_kernel(width)
+    every = (np.arange(2**k)[:, None] >> np.arange(k)) & 1 == 1
+    prob = p ** every.sum(1) * (1 - p) ** (k - every.sum(1))
+    exact = fit_ridge(every, f(every)[:, None], prob * kern(cosine_distance(every)), alpha=1e-9)
+    for scheme in ("bernoulli", "glime"):
+        s = sample_masks(k, 60000, scheme=scheme, p=p, kernel_width=width, rng=2)
+        w = kern(cosine_distance(s.masks)) * s.weights
+        got = fit_ridge(s.masks, f(s.masks)[:, None], w, alpha=1e-9)
+        assert np.allclose(got.coef, exact.coef, atol=0.05), scheme
+    # a purely linear model is recovered exactly by a glime sample
+    s = sample_masks(k, 200, scheme="glime", kernel_width=width, rng=3)
+    lin = fit_ridge(s.masks, (s.masks @ beta)[:, None], s.weights, alpha=1e-9)
+    assert np.allclose(lin.coef[0], beta, atol=1e-6)
+
+
+def test_glime_draws_with_the_surrogates_kernel_width():
+    from limecraft_core.config import ExplainConfig
+    from limecraft_core.stages import plan_samples
+    from limecraft_core.surrogate import cosine_distance, make_kernel
+
+    cfg = ExplainConfig.from_flat({"sampling": "glime", "kernel_width": 0.15, "samples": 300})
+    main = plan_samples(20, cfg).main
+    prod = make_kernel(0.15)(cosine_distance(main.masks[1:])) * main.weights[1:]
+    assert np.allclose(prod, prod[0])
+    with pytest.raises(LimecraftError, match="kernel_width"):
+        sample_masks(5, 10, scheme="glime", kernel_width=-1)
