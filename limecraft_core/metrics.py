@@ -1,0 +1,680 @@
+"""Faithfulness and localisation metrics from the literature, at region level.
+
+Each metric is split in two pure steps, so that :mod:`limecraft_core.stages` can batch the model
+passes and reuse those it already made: one function builds what is to be scored (masks or
+images), another turns the scores into a typed result. Every result carries a one-line
+``definition``, its ``baseline`` (what a removed region shows), its ``steps`` (model passes or
+samples it rests on) and a ``reading`` ("higher is better", ...).
+
+Region level means that a region counts once, whatever its size. On an equal-size grid whose
+attribution map paints each region's weight on its pixels, the values agree with Quantus 0.6.0's
+pixel-level ones (``tests/test_quantus.py``); where a definition differs (ROAD's curve, relevance
+mass), the function's docstring says how.
+
+- **IROF** (Rieger & Hansen 2020, arXiv 2003.08747): area over the deletion curve normalised
+  by the original score.
+- **ROAD** (Rong et al., ICML 2022): removal by noisy linear imputation, most (MoRF) and least
+  (LeRF) relevant regions first.
+- **Faithfulness correlation** (Bhatt et al., IJCAI 2020): Pearson correlation of the weight
+  hidden by a random subset with the output drop it causes.
+- **Sparseness** (Chalasani et al., ICML 2020): Gini index of |weights|.
+- **Localisation** against regions the analyst expects: relevance mass and relevance rank
+  accuracy (Arras et al. 2022, CLEVR-XAI) and the pointing game (Zhang et al. 2018).
+
+Undefined cases return documented neutral values, never NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.linalg import spsolve
+
+from ._validate import LimecraftError, check_float, check_int
+
+__all__ = [
+    "ROAD_NOISE",
+    "ROAD_STEPS",
+    "FaithfulnessCorrelation",
+    "Irof",
+    "Localisation",
+    "Road",
+    "Sparseness",
+    "expected_regions",
+    "faithfulness_correlation",
+    "irof",
+    "localisation",
+    "noisy_linear_imputation",
+    "random_subsets",
+    "road",
+    "road_counts",
+    "road_images",
+    "road_order",
+    "sparseness",
+]
+
+#: Default number of ROAD steps: removal fractions 1/10 .. 9/10 of the regions.
+ROAD_STEPS = 10
+#: Default standard deviation of ROAD's imputation noise (images in [0, 1]), as in the paper.
+ROAD_NOISE = 0.01
+
+#: ROAD's neighbour weights (Rong et al.; Quantus ``noisy_linear_imputation``):
+#: (row offset, column offset, weight). They sum to 1.
+_NEIGHBOURS = (
+    (0, 1, 1 / 6),
+    (0, -1, 1 / 6),
+    (1, 0, 1 / 6),
+    (-1, 0, 1 / 6),
+    (1, 1, 1 / 12),
+    (1, -1, 1 / 12),
+    (-1, 1, 1 / 12),
+    (-1, -1, 1 / 12),
+)
+
+
+def _weights(weights: np.ndarray, name: str = "weights") -> np.ndarray:
+    w = np.asarray(weights, np.float64)
+    if w.ndim != 1 or len(w) == 0:
+        raise LimecraftError(
+            f"{name} must be a non-empty 1-D array (one per region), got {w.shape}"
+        )
+    if not np.all(np.isfinite(w)):
+        raise LimecraftError(f"{name} must be finite; drop or fix NaN/inf entries")
+    return w
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's r; 0.0 when either side is constant or there are fewer than 2 pairs."""
+    if len(a) < 2:
+        return 0.0
+    da, db = a - a.mean(), b - b.mean()
+    na, nb = np.sqrt(da @ da), np.sqrt(db @ db)
+    # Relative test: float rounding leaves a tiny spread on values that are equal.
+    if na <= 1e-12 * max(1.0, np.abs(a).max()) or nb <= 1e-12 * max(1.0, np.abs(b).max()):
+        return 0.0
+    return float(np.clip((da @ db) / (na * nb), -1.0, 1.0))
+
+
+# --------------------------------------------------------------------------- IROF
+
+
+@dataclass(frozen=True)
+class Irof:
+    """IROF over the engine's deletion curve.
+
+    Attributes
+    ----------
+    value : float, Quantus 0.6.0's IROF: ``K - trapz(y_j / y_0, j = 1..K)`` (unit spacing). 1 when
+        hiding regions changes nothing, about K when the score vanishes at the first removal.
+    per_region : float, ``value / K``, comparable across images with different region counts
+    curve : list of K+1 floats, ``y_j / y_0`` for j = 0..K (starts at 1)
+    definition, baseline, reading : str
+    steps : int, the model passes the curve rests on (K+1)
+    """
+
+    value: float
+    per_region: float
+    curve: list[float]
+    definition: str
+    baseline: str
+    steps: int
+    reading: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def irof(deletion_curve: Sequence[float], *, fill: str = "mean") -> Irof:
+    """IROF (Rieger & Hansen 2020) from a region deletion curve, with no model pass.
+
+    Regions (the superpixels) are hidden cumulatively in order of decreasing weight, each replaced
+    by the fill; the class score after j removals, divided by the original score, traces a curve
+    whose area over is IROF. This matches Quantus 0.6.0 exactly: the ratios for j = 1..K
+    (step 0 excluded) are integrated by the trapezoid rule with unit spacing and subtracted from
+    K. Mean relevance of a region is its weight, so the order is the engine's deletion order.
+
+    Parameters
+    ----------
+    deletion_curve : K+1 floats, the target output after hiding the first j regions in the
+        explanation's order (largest weight first), j = 0..K (``Faithfulness.deletion``)
+    fill : str, the fill the curve was scored with (recorded as the baseline)
+
+    Returns
+    -------
+    Irof. The metric assumes a positive original score (a probability); if it is 0 the ratios are
+    undefined and the curve is taken as flat 1 (the no-effect value, ``value`` = 1).
+
+    Raises
+    ------
+    LimecraftError
+        If the curve has fewer than 2 points or is not finite.
+    """
+    y = np.asarray(deletion_curve, np.float64)
+    if y.ndim != 1 or len(y) < 2 or not np.all(np.isfinite(y)):
+        raise LimecraftError("deletion_curve must hold K+1 >= 2 finite outputs (j = 0..K hidden)")
+    k = len(y) - 1
+    ratio = y / y[0] if y[0] != 0 else np.ones_like(y)
+    value = float(k - np.trapezoid(ratio[1:], dx=1.0))  # 1 point (K = 1): area 0
+    return Irof(
+        value=value,
+        per_region=value / k,
+        curve=ratio.tolist(),
+        definition=(
+            "area over the curve of the class score, divided by the original score, as regions "
+            "are hidden cumulatively from the largest weight (Quantus 0.6.0 scale: K minus the "
+            "trapezoid area of steps 1..K)"
+        ),
+        baseline=str(fill),
+        steps=k + 1,
+        reading="higher is better",
+    )
+
+
+# --------------------------------------------------------------------------- ROAD
+
+
+def noisy_linear_imputation(
+    image: np.ndarray,
+    hole: np.ndarray,
+    noise: float = ROAD_NOISE,
+    rng: np.random.Generator | np.random.RandomState | int | None = None,
+) -> np.ndarray:
+    """Fill a hole with the noisy linear imputation of ROAD (Rong et al. 2022).
+
+    Each hole pixel equals the weighted mean of its 8 neighbours (4-neighbours 1/6, diagonals
+    1/12, the weights of the paper and of Quantus 0.6.0). Neighbours outside the image are
+    dropped, so a border pixel is the weighted sum of the neighbours it has, divided by their
+    weight (as in Quantus). Hole pixels that neighbour each other are solved jointly, as one
+    sparse linear system, per channel; then Gaussian noise of standard deviation ``noise`` is
+    added to the hole. Values are not clipped.
+
+    Parameters
+    ----------
+    image : (H, W, C) float ndarray (C = 3 for RGB; any C works), or (H, W, C) uint8 (scaled to
+        [0, 1])
+    hole : (H, W) bool ndarray, True where the pixel is removed
+    noise : float >= 0
+    rng : numpy Generator, RandomState, int seed or None. Draws ``standard_normal((C, n))`` for
+        the n hole pixels in row-major order, which is Quantus's draw when ``rng`` is a
+        ``RandomState`` seeded as Quantus's global one and the hole indices are sorted.
+
+    Returns
+    -------
+    (H, W, C) ndarray, a new array (float32 for float32 or uint8 input, else float64).
+
+    Raises
+    ------
+    LimecraftError
+        If the shapes disagree, or the hole covers the whole image (nothing to impute from).
+    """
+    img = np.asarray(image)
+    out_dtype = np.float32 if img.dtype in (np.float32, np.uint8) else np.float64
+    img = img / 255.0 if img.dtype == np.uint8 else img.astype(np.float64)
+    if img.ndim != 3:
+        raise LimecraftError(f"image must have shape (H, W, C), got {img.shape}")
+    hole = np.asarray(hole, bool)
+    if hole.shape != img.shape[:2]:
+        raise LimecraftError(f"hole is {hole.shape} but the image is {img.shape[:2]}")
+    noise = check_float("noise", noise, 0.0)
+    h, w, c = img.shape
+    idx = np.flatnonzero(hole)
+    n = len(idx)
+    out = img.reshape(h * w, c).copy()
+    if n == 0:
+        return out.reshape(h, w, c).astype(out_dtype)
+    if n == h * w:
+        raise LimecraftError(
+            "the hole covers the whole image: keep at least one pixel to impute from"
+        )
+    var = np.full(h * w, -1)
+    var[idx] = np.arange(n)
+    rows, cols = np.divmod(idx, w)
+    diag = np.zeros(n)
+    a_i, a_j, a_v = [], [], []
+    b = np.zeros((n, c))
+    for dr, dc, wt in _NEIGHBOURS:
+        r, cc = rows + dr, cols + dc
+        ok = (r >= 0) & (r < h) & (cc >= 0) & (cc < w)
+        nb = np.where(ok, r * w + cc, 0)
+        diag[ok] += wt
+        inner = ok & hole.ravel()[nb]
+        a_i.append(np.flatnonzero(inner))
+        a_j.append(var[nb[inner]])
+        a_v.append(np.full(inner.sum(), wt))
+        known = ok & ~inner
+        b[known] -= wt * img.reshape(h * w, c)[nb[known]]
+    a_i.append(np.arange(n))
+    a_j.append(np.arange(n))
+    a_v.append(-diag)
+    system = coo_matrix(
+        (np.concatenate(a_v), (np.concatenate(a_i), np.concatenate(a_j))), shape=(n, n)
+    ).tocsc()
+    solved = np.asarray(spsolve(system, b)).reshape(n, c)
+    if noise > 0:
+        gen = rng if hasattr(rng, "standard_normal") else np.random.default_rng(rng)
+        solved = solved + noise * gen.standard_normal((c, n)).T
+    out[idx] = solved
+    return out.reshape(h, w, c).astype(out_dtype)
+
+
+def road_counts(k: int, steps: int = ROAD_STEPS) -> np.ndarray:
+    """How many regions each ROAD step removes.
+
+    With ``k <= steps``: every count 1..k-1 (each region boundary). Otherwise the counts nearest
+    to the fractions 1/steps .. (steps-1)/steps of k (9 steps by default, 0.1..0.9). Neither 0 (the
+    original image, already scored) nor k (nothing left to impute from) is included.
+
+    Returns
+    -------
+    (S,) int ndarray, increasing; empty when k = 1.
+    """
+    k = check_int("k", k, 1)
+    steps = check_int("steps", steps, 2)
+    if k <= steps:
+        return np.arange(1, k)
+    return np.unique(np.clip(np.rint(k * np.arange(1, steps) / steps).astype(int), 1, k - 1))
+
+
+def road_order(weights: np.ndarray, order: Literal["morf", "lerf"] = "morf") -> np.ndarray:
+    """Regions in removal order: largest weight first (``morf``) or smallest first (``lerf``)."""
+    w = _weights(weights)
+    if order not in ("morf", "lerf"):
+        raise LimecraftError(f"order must be 'morf' or 'lerf', got {order!r}")
+    return np.argsort(-w if order == "morf" else w, kind="stable")
+
+
+def road_images(
+    image: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    steps: int = ROAD_STEPS,
+    order: Literal["morf", "lerf"] = "morf",
+    noise: float = ROAD_NOISE,
+    rng: np.random.Generator | np.random.RandomState | int | None = None,
+) -> np.ndarray:
+    """The images ROAD scores: for each count of :func:`road_counts`, the first regions in
+    ``order`` removed by :func:`noisy_linear_imputation` (each step from the original image).
+
+    Parameters
+    ----------
+    image : (H, W, C) float ndarray, at the model's input size (one sparse solve per step)
+    labels : (H, W) int ndarray, 0..K-1 with no gaps
+    weights : (K,) float ndarray
+    steps, order, noise, rng : see :func:`road_counts`, :func:`road_order`,
+        :func:`noisy_linear_imputation`
+
+    Returns
+    -------
+    (S, H, W, C) ndarray, S = len(road_counts(K, steps)).
+    """
+    w = _weights(weights)
+    labels = np.asarray(labels)
+    if labels.shape != np.shape(image)[:2] or labels.min() < 0 or labels.max() != len(w) - 1:
+        raise LimecraftError(
+            f"labels must be an (H, W) map of 0..K-1 matching the image and K = {len(w)} weights"
+        )
+    gen = rng if hasattr(rng, "standard_normal") else np.random.default_rng(rng)
+    ranked = road_order(w, order)
+    rank = np.empty(len(w), int)
+    rank[ranked] = np.arange(len(w))
+    pixel_rank = rank[labels]
+    imgs = [
+        noisy_linear_imputation(image, pixel_rank < n, noise, gen)
+        for n in road_counts(len(w), steps)
+    ]
+    if not imgs:
+        return np.zeros((0, *np.shape(image)), np.float32)
+    return np.stack(imgs)
+
+
+@dataclass(frozen=True)
+class Road:
+    """ROAD: class score as regions are removed by noisy linear imputation.
+
+    Attributes
+    ----------
+    fractions : list of float, share of the regions removed at each step (counts / K)
+    morf, lerf : lists of float, the target output per step, most / least relevant first
+    morf_area, lerf_area : float, mean of each curve over the steps (equal spacing)
+    value : float, ``lerf_area - morf_area``, the gap
+    definition, baseline, reading : str
+    steps : int, model passes (2 per fraction)
+    """
+
+    fractions: list[float]
+    morf: list[float]
+    lerf: list[float]
+    morf_area: float
+    lerf_area: float
+    value: float
+    definition: str
+    baseline: str
+    steps: int
+    reading: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def road(
+    curve_morf: Sequence[float],
+    curve_lerf: Sequence[float],
+    k: int,
+    *,
+    steps: int = ROAD_STEPS,
+    noise: float = ROAD_NOISE,
+) -> Road:
+    """Summarise ROAD's two curves (scores of :func:`road_images` for ``morf`` and ``lerf``).
+
+    Quantus 0.6.0 reports, per percentage, whether the predicted class is unchanged (MoRF only);
+    here the curves hold the target class's output instead, as the engine's deletion curve
+    does. The areas are the curves' means over the steps, whose fractions are equally spaced.
+
+    Parameters
+    ----------
+    curve_morf, curve_lerf : S floats each, S = len(road_counts(k, steps))
+    k : int, the number of regions
+    steps, noise : as given to :func:`road_images` (recorded)
+
+    Returns
+    -------
+    Road. With K = 1 there is no step: the curves are empty and every area is 0.0.
+    """
+    counts = road_counts(k, steps)
+    morf = np.asarray(curve_morf, np.float64)
+    lerf = np.asarray(curve_lerf, np.float64)
+    if morf.shape != counts.shape or lerf.shape != counts.shape:
+        raise LimecraftError(
+            f"ROAD curves must hold {len(counts)} outputs each (road_counts({k}, {steps})); "
+            f"got {morf.shape} and {lerf.shape}"
+        )
+    morf_area = float(morf.mean()) if len(counts) else 0.0
+    lerf_area = float(lerf.mean()) if len(counts) else 0.0
+    return Road(
+        fractions=(counts / k).tolist(),
+        morf=morf.tolist(),
+        lerf=lerf.tolist(),
+        morf_area=morf_area,
+        lerf_area=lerf_area,
+        value=lerf_area - morf_area,
+        definition=(
+            "mean class score as a growing share of the regions is removed by noisy linear "
+            "imputation, most relevant first (MoRF) and least relevant first (LeRF); value is "
+            "the gap LeRF - MoRF"
+        ),
+        baseline=f"noisy linear imputation (noise sd {noise:g})",
+        steps=2 * len(counts),
+        reading="MoRF area: lower is better; LeRF area: higher is better; gap: higher is better",
+    )
+
+
+# --------------------------------------------------------------------------- faithfulness correlation
+
+
+def random_subsets(
+    k: int,
+    n: int,
+    subset_size: int,
+    rng: np.random.Generator | np.random.RandomState | int | None = None,
+) -> np.ndarray:
+    """Masks that each hide ``subset_size`` regions drawn without replacement (Quantus's variant).
+
+    Row i hides ``rng.choice(k, subset_size, replace=False)``: with a ``RandomState`` seeded as
+    Quantus's global generator and k equal to its feature count, these are Quantus's subsets.
+
+    Returns
+    -------
+    (n, k) bool ndarray; True keeps a region.
+    """
+    k = check_int("k", k, 1)
+    n = check_int("n", n, 0)
+    subset_size = check_int("subset_size", subset_size, 1, k)
+    gen = rng if hasattr(rng, "choice") else np.random.default_rng(rng)
+    masks = np.ones((n, k), bool)
+    for row in masks:
+        row[gen.choice(k, subset_size, replace=False)] = False
+    return masks
+
+
+@dataclass(frozen=True)
+class FaithfulnessCorrelation:
+    """Faithfulness correlation (Bhatt et al. 2020).
+
+    Attributes
+    ----------
+    value : float in [-1, 1], Pearson's r; 0.0 when undefined (fewer than 2 subsets, or the
+        hidden weight sums or the drops are all equal, e.g. all-zero weights)
+    mean_hidden : float, mean number of regions hidden per subset
+    definition, baseline, reading : str
+    steps : int, the subsets (model passes) it rests on
+    """
+
+    value: float
+    mean_hidden: float
+    definition: str
+    baseline: str
+    steps: int
+    reading: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def faithfulness_correlation(
+    weights: np.ndarray,
+    masks: np.ndarray,
+    outputs: np.ndarray,
+    original_output: float,
+    *,
+    fill: str = "mean",
+) -> FaithfulnessCorrelation:
+    """Pearson correlation of the weight each subset hides with the output drop it causes.
+
+    Parameters
+    ----------
+    weights : (K,) float ndarray
+    masks : (N, K) bool ndarray, True keeps a region; the hidden subset is ``~masks``. Any random
+        masks that the surrogate was not fitted on will do (the held-out LIME sample), or
+        :func:`random_subsets`.
+    outputs : (N,) float ndarray, the target output for each mask
+    original_output : float, the target output on the unperturbed image
+    fill : str, the fill the masks were scored with (recorded)
+
+    Returns
+    -------
+    FaithfulnessCorrelation.
+    """
+    w = _weights(weights)
+    m = np.asarray(masks, bool)
+    y = np.asarray(outputs, np.float64)
+    if m.ndim != 2 or m.shape[1] != len(w) or y.shape != (len(m),):
+        raise LimecraftError(
+            f"masks must be (N, {len(w)}) and outputs (N,); got {m.shape} and {y.shape}"
+        )
+    hidden = ~m
+    return FaithfulnessCorrelation(
+        value=_pearson(hidden.astype(np.float64) @ w, float(original_output) - y),
+        mean_hidden=float(hidden.sum(axis=1).mean()) if len(m) else 0.0,
+        definition=(
+            "Pearson correlation, over random subsets of regions, between the subset's summed "
+            "weight and the drop in class score when the subset is hidden"
+        ),
+        baseline=str(fill),
+        steps=len(m),
+        reading="higher is better",
+    )
+
+
+# --------------------------------------------------------------------------- sparseness
+
+
+@dataclass(frozen=True)
+class Sparseness:
+    """Gini index of |weights| over regions.
+
+    Attributes
+    ----------
+    value : float in [0, 1 - 1/K]; 0.0 when every |weight| is equal (including all zero)
+    definition, baseline, reading : str
+    steps : int, 0 (no model pass)
+    """
+
+    value: float
+    definition: str
+    baseline: str
+    steps: int
+    reading: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sparseness(weights: np.ndarray) -> Sparseness:
+    """Sparseness (Chalasani et al. 2020) as Quantus 0.6.0 computes it, over regions.
+
+    ``sum_i (2i - K - 1) a_(i) / (K sum_i a_i)`` with ``a`` the sorted |weights| (i = 1..K).
+    Quantus adds 1e-7 to every value first (a guard against division by zero); here an all-zero
+    explanation returns 0.0 instead, so values differ from Quantus's by O(1e-7 / mean |w|).
+    """
+    a = np.sort(np.abs(_weights(weights)))
+    k, total = len(a), a.sum()
+    value = float(((2 * np.arange(1, k + 1) - k - 1) @ a) / (k * total)) if total > 0 else 0.0
+    return Sparseness(
+        value=max(0.0, value),
+        definition="Gini index of the absolute region weights",
+        baseline="none (no model pass)",
+        steps=0,
+        reading="higher is sparser: fewer regions carry the weight (Chalasani et al.: better)",
+    )
+
+
+# --------------------------------------------------------------------------- localisation
+
+
+def expected_regions(labels: np.ndarray, mask: np.ndarray, min_share: float = 0.5) -> np.ndarray:
+    """The regions inside an expected area.
+
+    Parameters
+    ----------
+    labels : (H, W) int ndarray, 0..K-1 with no gaps
+    mask : (H, W) bool ndarray, the expected area (e.g. the object)
+    min_share : float in (0, 1]; a region counts as inside when at least this share of its pixels
+        is inside the mask
+
+    Returns
+    -------
+    (K,) bool ndarray.
+    """
+    labels = np.asarray(labels)
+    mask = np.asarray(mask, bool)
+    if labels.ndim != 2 or mask.shape != labels.shape:
+        raise LimecraftError(f"mask {mask.shape} must have the label map's shape {labels.shape}")
+    min_share = check_float("min_share", min_share, 0.0, 1.0, lo_open=True)
+    k = int(labels.max()) + 1
+    size = np.bincount(labels.ravel(), minlength=k)
+    inside = np.bincount(labels.ravel(), weights=mask.ravel(), minlength=k)
+    return inside >= min_share * size
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """How much of the explanation falls on the regions the analyst expects.
+
+    Attributes
+    ----------
+    relevance_mass : float in [0, 1], share of the positive weight inside; 0.0 when no weight is
+        positive or nothing is expected
+    relevance_rank_accuracy : float in [0, 1], share of the top-|E| regions by weight inside E;
+        0.0 when E is empty
+    pointing_game : bool, a region with the largest weight is inside E (ties: any of them, as in
+        Quantus; so an all-equal explanation hits whenever E is non-empty); False when E is empty
+    expected : int, |E|, the number of expected regions
+    positive_mass : float, the sum of the positive weights (0 makes relevance_mass 0.0)
+    mask_coverage : float or None, share of the expected area's pixels inside the expected
+        regions (None when no mask was given); low means the regions miss much of the area
+    region_purity : float or None, share of the expected regions' pixels inside the area; low
+        means the regions spill well beyond it
+    definition, baseline, reading : str
+    steps : int, 0 (no model pass)
+    """
+
+    relevance_mass: float
+    relevance_rank_accuracy: float
+    pointing_game: bool
+    expected: int
+    positive_mass: float
+    mask_coverage: float | None
+    region_purity: float | None
+    definition: str
+    baseline: str
+    steps: int
+    reading: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def localisation(
+    weights: np.ndarray,
+    expected: np.ndarray,
+    *,
+    labels: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+) -> Localisation:
+    """Relevance mass, relevance rank accuracy and the pointing game, over regions.
+
+    Parameters
+    ----------
+    weights : (K,) float ndarray
+    expected : (K,) bool ndarray, the regions inside the expected area (:func:`expected_regions`)
+    labels, mask : (H, W) label map and bool area, optional; given together they add
+        ``mask_coverage`` and ``region_purity``
+
+    Returns
+    -------
+    Localisation. Relevance mass counts positive weight only (Arras et al.); Quantus sums the
+    signed attribution, so the two agree when no weight is negative.
+    """
+    w = _weights(weights)
+    e = np.asarray(expected, bool)
+    if e.shape != w.shape:
+        raise LimecraftError(f"expected must be a (K,) bool vector, K = {len(w)}; got {e.shape}")
+    n_e = int(e.sum())
+    pos = np.maximum(w, 0.0)
+    total = float(pos.sum())
+    mass = float(pos[e].sum() / total) if total > 0 and n_e else 0.0
+    top = np.argsort(-w, kind="stable")[:n_e]
+    rank = float(e[top].mean()) if n_e else 0.0
+    pointing = bool(np.any(e & (w == w.max())))
+    coverage = purity = None
+    if (labels is None) != (mask is None):
+        raise LimecraftError("give both labels and mask (for the coverage), or neither")
+    if labels is not None and mask is not None:
+        labels = np.asarray(labels)
+        area = np.asarray(mask, bool)
+        if labels.shape != area.shape or int(labels.max()) + 1 != len(w):
+            raise LimecraftError("labels and mask must share one (H, W) shape, with K regions")
+        in_regions = e[labels]
+        coverage = float((in_regions & area).sum() / area.sum()) if area.any() else 0.0
+        purity = float((in_regions & area).sum() / in_regions.sum()) if n_e else 0.0
+    return Localisation(
+        relevance_mass=mass,
+        relevance_rank_accuracy=rank,
+        pointing_game=pointing,
+        expected=n_e,
+        positive_mass=total,
+        mask_coverage=coverage,
+        region_purity=purity,
+        definition=(
+            "relevance mass: share of the positive weight on the expected regions E; rank "
+            "accuracy: share of the top-|E| regions by weight inside E; pointing game: the "
+            "top region is inside E"
+        ),
+        baseline="none (no model pass)",
+        steps=0,
+        reading="higher is better (pointing game: a hit is better)",
+    )
