@@ -305,22 +305,31 @@ def _print_summary(result: Any, output_space: str, k: int) -> None:
 
 
 def _print_trust(result: Any) -> None:
-    from .limits import THRESHOLDS
-
     t = result.trust
     if t.stability is not None:
         st = t.stability
         print(
-            f"stability: repeats={st.repeats}; verdict={st.verdict}; Kendall's W={st.kendall_w:.3f}; "
-            f"top-5 Jaccard={st.jaccard_top5:.2f}; sign flips={st.sign_flips:.0%}"
+            f"stability: repeats={st.repeats}; verdict={st.verdict}; "
+            f"regions that matter={len(st.matter)}; "
+            f"Kendall's W over them={st.matter_kendall_w:.3f}; "
+            f"top-{min(5, max(1, len(st.matter)))} overlap={st.matter_topk:.2f}; "
+            f"sign flips among them={st.matter_sign_flips:.0%}; "
+            f"Kendall's W top-10={st.kendall_w:.3f}"
         )
+        print(f"verdict: {st.reason}")
+        unsure = st.inconsistent_sign
+        if unsure:
+            print(
+                f"sign entropy: {len(unsure)} regions change sign across repeats: "
+                + ", ".join(f"{i}={st.sign_entropy[i]:.2f}" for i in unsure[:10])
+                + (" …" if len(unsure) > 10 else "")
+            )
     if t.convergence is not None:
         c = t.convergence
-        w = THRESHOLDS["convergence_kendall_w"]
         if c.needed:
-            print(f"convergence: Kendall's W >= {w} from {c.needed} samples")
+            print(f"convergence: stable (the verdict's rule) from {c.needed} samples on")
         else:
-            print(f"convergence: Kendall's W >= {w} not reached within {c.sizes[-1]} samples")
+            print(f"convergence: not stable within {c.sizes[-1]} samples: use more")
     if t.kernel_sweep is not None:
         ks = t.kernel_sweep
         print(

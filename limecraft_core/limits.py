@@ -70,11 +70,16 @@ LIMITS: dict[str, Limit] = {
 # Verdict thresholds. Stability over repeats (and the early-stop rule, which applies the
 # "stable" line to two halves of one sample): see limecraft_core.trust.
 THRESHOLDS: dict[str, float] = {
-    "stable_kendall_w": 0.9,  # Kendall's W over the top-10 regions, at least
+    # the regions that matter: the fewest carrying this share of the |mean weight| ...
+    "matter_mass_share": 0.5,
+    # ... and those distinguishable from zero with at least this share of the largest |weight|
+    # (the same share below which the overlays leave a region untinted)
+    "matter_min_share": 0.05,
+    "stable_kendall_w": 0.9,  # Kendall's W over the regions that matter, at least
     "unstable_kendall_w": 0.7,  # below this: unstable
-    "stable_jaccard_top5": 0.8,  # mean pairwise top-5 Jaccard, at least
+    "stable_jaccard_top5": 0.8,  # mean pairwise top-k Jaccard (k = min(5, matter)), at least
     "unstable_jaccard_top5": 0.5,  # below this: unstable
-    "unstable_sign_flips_top10": 0.3,  # above this share of the top-10 flipping sign: unstable
+    "unstable_sign_flips_top10": 0.3,  # above this share of those flipping sign: unstable
     "early_stop_default": 0.9,  # the app's "stop early when stable" uses this W
     "convergence_kendall_w": 0.9,  # "converged from N samples": W at least this from N on
     "low_r2": 0.5,  # surrogate fidelity below this gets a plain warning

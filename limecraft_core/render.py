@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ import numpy as np
 from skimage.segmentation import find_boundaries
 
 from ._validate import MIN_SIDE, LimecraftError, as_float_image, check_float, check_int
+from .limits import THRESHOLDS
 
 __all__ = [
     "MAX_ALPHA",
@@ -55,8 +57,9 @@ _PIYG = (
 )
 POSITIVE = np.array([0.0, 0.75, 0.2])  # green: supports the class
 NEGATIVE = np.array([0.9, 0.1, 0.1])  # red: speaks against it
-#: Regions whose |weight| is under this share of the largest |weight| are not tinted.
-MIN_SHARE = 0.05
+#: Regions whose |weight| is under this share of the largest |weight| are not tinted (the same
+#: share under which the stability verdict calls a region negligible).
+MIN_SHARE = THRESHOLDS["matter_min_share"]
 #: Fill opacity of the strongest region: light, so that the region's own colours stay legible.
 MAX_ALPHA = 0.25
 
@@ -228,6 +231,8 @@ def tinted_regions(
     vmax : float > 0, optional; the |weight| of full strength, default the largest |weight|
         (1 when every weight is 0). Give the same value to several overlays to compare them.
     positive, negative : bool, whether to tint the regions for / against
+    grey : region ids shown greyed out and untinted (e.g. those whose sign is not consistent
+        over repeats): desaturated, lightened and hatched, so that their weight is not read
 
     Returns
     -------
@@ -273,6 +278,7 @@ def weight_overlay(
     dim_others: float = 0.0,
     positive: bool = True,
     negative: bool = True,
+    grey: Sequence[int] = (),
 ) -> np.ndarray:
     """The image with the strongest regions tinted by the sign and size of their weight.
 
@@ -329,9 +335,20 @@ def weight_overlay(
     texts = _region_texts(names, len(w)) if ids else None
     img, labels = _resized(img, segments, long_side)
     width = _outline_width(labels.shape, outline)
+    grey_ids = [int(check_int("grey region", g, 0, len(w) - 1)) for g in grey]
+    if grey_ids:
+        keep = lambda ids: tuple(i for i in ids if i not in grey_ids)  # noqa: E731
+        chosen = dataclasses.replace(
+            chosen,
+            positive=keep(chosen.positive),
+            negative=keep(chosen.negative),
+            ids=keep(chosen.ids),
+        )
     share, colour = _strengths(w, chosen)
     tinted = np.isin(labels, chosen.ids)
     out = _tint(img, labels, tinted, share * max_alpha, colour, dim_others)
+    if grey_ids:
+        out = _grey_out(out, np.isin(labels, grey_ids))
     if width:
         edge = _near_border(labels, width) & tinted
         opacity = (0.2 + 0.8 * share)[labels][edge][:, None]  # a weak region's outline is fainter
@@ -340,6 +357,21 @@ def weight_overlay(
     if texts is not None and chosen.ids:
         picture = _draw_ids(picture, segments, chosen, texts, w)
     return picture
+
+
+GREY_HATCH = 8  # px between the hatch lines of a greyed-out region
+
+
+def _grey_out(img: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """Desaturate and lighten the pixels ``where``, with light diagonal hatching."""
+    out = img.copy()
+    luma = img @ np.array([0.299, 0.587, 0.114])
+    light = 0.55 * luma + 0.45 * 0.85
+    yy, xx = np.indices(where.shape)
+    hatch = ((yy + xx) % GREY_HATCH) == 0
+    light = np.where(hatch, 0.6 * light, light)
+    out[where] = light[where][:, None]
+    return out
 
 
 def _region_texts(names: Sequence[str] | None, n: int) -> list[str]:

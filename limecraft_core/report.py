@@ -394,8 +394,21 @@ def _checks(ex: Explanation) -> list[_Check]:
         out.append(
             _Check(
                 f"Stability over {s.repeats} repeats",
-                f"Kendall's W {s.kendall_w:.3f}, top-5 overlap {s.jaccard_top5:.2f}, "
-                f"top-10 sign flips {s.sign_flips_top10:.0%}",
+                (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
+                + (
+                    f"{len(s.matter)} regions matter: Kendall's W over them "
+                    f"{s.matter_kendall_w:.2f}, top-k overlap {s.matter_topk:.2f}, sign flips "
+                    f"{s.matter_sign_flips:.0%}; "
+                    if s.reason
+                    else ""
+                )
+                + f"Kendall's W over the top-10 {s.kendall_w:.3f}, top-5 overlap "
+                f"{s.jaccard_top5:.2f}"
+                + (
+                    f"; {len(s.inconsistent_sign)} regions change sign (sign entropy > 0)"
+                    if s.inconsistent_sign
+                    else ""
+                ),
                 s.verdict,
                 {"stable": "good", "borderline": "warn"}.get(s.verdict, "bad"),
             )
@@ -406,7 +419,11 @@ def _checks(ex: Explanation) -> list[_Check]:
             _Check(
                 "Early stop",
                 f"{e.samples_used} of {e.samples_requested} samples"
-                + (": the two halves agreed" if e.stopped else ""),
+                + (
+                    ": two halves of the sample were stable by the stability verdict's rule"
+                    if e.stopped
+                    else ""
+                ),
                 "stopped early" if e.stopped else "ran to the end",
                 "info",
             )
@@ -416,8 +433,8 @@ def _checks(ex: Explanation) -> list[_Check]:
         out.append(
             _Check(
                 "Convergence",
-                f"Kendall's W at {', '.join(map(str, c.sizes))} samples: "
-                + ", ".join(f"{v:.2f}" for v in c.kendall_w),
+                f"the verdict at {', '.join(map(str, c.sizes))} samples: "
+                + ", ".join(c.verdicts or [f"W {v:.2f}" for v in c.kendall_w]),
                 f"stable from {c.needed} samples" if c.needed else f"not stable by {c.sizes[-1]}",
                 "good" if c.needed else "warn",
             )

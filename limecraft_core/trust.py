@@ -4,17 +4,33 @@ sensitivity, faithfulness (deletion and insertion), and agreement across fills.
 Pure functions on weight matrices and masks; :func:`limecraft_core.explain` runs the model passes
 (sharing them wherever the work allows) and calls these.
 
-Verdict thresholds (documented in the README):
+The stability verdict judges **the regions that matter**, not noise among near-zero weights.
+Over R runs, a region matters when
 
-- **stable**: Kendall's W >= 0.9, mean top-5 Jaccard >= 0.8, and no sign flip among the top-10;
-- **unstable**: W < 0.7, or Jaccard < 0.5, or more than 30% of the top-10 flip sign;
-- **borderline**: anything between.
+- it is among the fewest regions, by |mean weight|, that carry half of the total |mean weight|
+  (so a heavy region is always judged, even when it is unstable), or
+- its 95% interval of the mean excludes zero *and* its |mean| is at least 5% of the largest
+  (distinguishable from zero, and not negligible).
+
+Over those regions (thresholds in :data:`limecraft_core.limits.THRESHOLDS`):
+
+- **stable**: Kendall's W >= 0.9 (1 for a single region), the top-k sets overlap with mean
+  Jaccard >= 0.8 (k = min(5, regions that matter)), no sign flip, and at least one region is
+  distinguishable from zero;
+- **unstable**: W < 0.7, or Jaccard < 0.5, or more than 30% flip sign, or no region carries
+  weight;
+- **borderline**: anything between (including agreement among regions none of which is
+  distinguishable from zero).
+
+The early-stop rule is the same rule on two halves of one sample: it stops at "stable". Kendall's
+W over the top-10 regions is kept for comparison with the literature (LILI reports it), but it
+does not decide the verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -42,6 +58,8 @@ __all__ = [
     "jaccard_top",
     "kendall_w",
     "kernel_sweep",
+    "regions_that_matter",
+    "sign_entropy",
     "sign_flips",
     "stability",
     "verdict",
@@ -52,6 +70,8 @@ STABLE_JACCARD = THRESHOLDS["stable_jaccard_top5"]
 UNSTABLE_JACCARD = THRESHOLDS["unstable_jaccard_top5"]
 UNSTABLE_FLIPS = THRESHOLDS["unstable_sign_flips_top10"]
 GOOD_R2, LOW_R2 = THRESHOLDS["good_r2"], THRESHOLDS["low_r2"]
+MASS_SHARE, MIN_SHARE = THRESHOLDS["matter_mass_share"], THRESHOLDS["matter_min_share"]
+TOP_K = 5  # the verdict's top-k overlap: k = min(5, regions that matter)
 
 
 def _top(weights: np.ndarray, n: int) -> np.ndarray:
@@ -101,13 +121,123 @@ def sign_flips(weights: np.ndarray, regions: np.ndarray | None = None) -> float:
     return float(np.mean(~(np.all(s == s[0], axis=0))))
 
 
-def verdict(w: float, jaccard: float, flips_top10: float) -> str:
-    """``stable``, ``borderline`` or ``unstable`` (thresholds in the module docstring)."""
-    if w < UNSTABLE_W or jaccard < UNSTABLE_JACCARD or flips_top10 > UNSTABLE_FLIPS:
+def verdict(w: float, jaccard: float, flips: float) -> str:
+    """``stable``, ``borderline`` or ``unstable`` from agreement over the regions that matter.
+
+    Parameters
+    ----------
+    w : Kendall's W over the regions that matter (1.0 when one region matters)
+    jaccard : mean pairwise overlap of the repeats' top-k sets, k = min(5, regions that matter)
+    flips : share of the regions that matter whose sign is not the same in every repeat
+    """
+    if w < UNSTABLE_W or jaccard < UNSTABLE_JACCARD or flips > UNSTABLE_FLIPS:
         return "unstable"
-    if w >= STABLE_W and jaccard >= STABLE_JACCARD and flips_top10 == 0:
+    if w >= STABLE_W and jaccard >= STABLE_JACCARD and flips == 0:
         return "stable"
     return "borderline"
+
+
+def sign_entropy(weights: np.ndarray) -> np.ndarray:
+    """Each region's sign entropy over R runs (SLICE, CVPR 2024), in bits.
+
+    With p the share of positive weights among the runs whose weight is not exactly zero,
+    H = -p log2 p - (1-p) log2 (1-p): 0 when every run gives the same sign (or no sign at all),
+    1 when half the runs say "for" and half "against". (K,) float ndarray; zeros for one run.
+    """
+    w = np.asarray(weights, np.float64)
+    pos, neg = (w > 0).sum(axis=0), (w < 0).sum(axis=0)
+    p = np.where(pos + neg > 0, pos / np.maximum(pos + neg, 1), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
+    return np.nan_to_num(h, nan=0.0)
+
+
+def regions_that_matter(mean: np.ndarray, distinguishable: np.ndarray) -> np.ndarray:
+    """The regions the verdict judges, by decreasing |mean weight| (rule in the module docstring).
+
+    Parameters
+    ----------
+    mean : (K,) mean weight over the runs
+    distinguishable : (K,) bool, the region's 95% interval over the runs excludes zero
+    """
+    a = np.abs(np.asarray(mean, np.float64))
+    if a.max(initial=0.0) <= 0:
+        return np.zeros(0, int)
+    order = np.argsort(-a, kind="stable")
+    cum = np.cumsum(a[order])
+    heavy = np.zeros(len(a), bool)
+    heavy[order[: int(np.searchsorted(cum, MASS_SHARE * cum[-1])) + 1]] = True
+    matter = heavy | (np.asarray(distinguishable, bool) & (a >= MIN_SHARE * a.max()))
+    return order[matter[order]]
+
+
+def _say_regions(n: int) -> str:
+    return f"the {n} region{'s' if n != 1 else ''} that matter{'s' if n == 1 else ''}"
+
+
+def explain_verdict(
+    verdict_: str,
+    repeats: int,
+    matter: Sequence[int],
+    distinguishable: np.ndarray,
+    w: float,
+    jaccard: float,
+    flipped: Sequence[int],
+) -> str:
+    """The verdict in one sentence, e.g. "stable: the 1 region that matters is first in all 5
+    repeats; 13 others are indistinguishable from zero".
+
+    Parameters
+    ----------
+    verdict_ : the verdict
+    repeats : R (2 reads "both halves": the early-stop rule's split-half check)
+    matter : the regions that matter
+    distinguishable : (K,) bool, the regions whose interval excludes zero
+    w, jaccard : Kendall's W and the top-k overlap over the regions that matter
+    flipped : the regions that matter whose sign changes
+    """
+    m, k = len(matter), len(distinguishable)
+    runs = f"all {repeats} repeats" if repeats > 2 else "both halves"
+    others = k - m
+    rest = ""
+    if others:
+        small = int(np.delete(distinguishable, np.asarray(matter, int)).sum())
+        verb = "is" if others == 1 else "are"
+        rest = f"; {others} other{'s' if others != 1 else ''} {verb} indistinguishable from zero"
+        if small:
+            rest += f" or under {MIN_SHARE:.0%} of the largest weight"
+    if m == 0:
+        return f"{verdict_}: no region carries any weight"
+    if not distinguishable.any():
+        over = f"{repeats} repeats" if repeats > 2 else "two halves of the sample"
+        return (
+            f"{verdict_}: no region is distinguishable from zero over {over}: "
+            "at this sample size the weights are mostly noise"
+        )
+    if verdict_ == "stable":
+        if m == 1:
+            return f"stable: {_say_regions(1)} is first in {runs}{rest}"
+        return (
+            f"stable: {_say_regions(m)} keep their order (W {w:.2f}), top set and sign in "
+            f"{runs}{rest}"
+        )
+    why = []
+    if flipped:
+        ids = ", ".join(str(i) for i in list(flipped)[:3]) + (" …" if len(flipped) > 3 else "")
+        why.append(
+            f"region{'s' if len(flipped) > 1 else ''} {ids} change{'' if len(flipped) > 1 else 's'} sign"
+        )
+    if m > 1 and w < STABLE_W:
+        why.append(f"{_say_regions(m)} change order (W {w:.2f})")
+    if jaccard < STABLE_JACCARD:
+        t = min(TOP_K, m)
+        why.append(
+            "the first region changes" if t == 1 else f"the top {t} changes (overlap {jaccard:.2f})"
+        )
+    where = f" across {runs.replace('all ', '')}"
+    return (
+        f"{verdict_}: " + "; ".join(why or [f"{_say_regions(m)} agree only partly"]) + where + rest
+    )
 
 
 @dataclass(frozen=True)
@@ -117,12 +247,17 @@ class Stability:
     Attributes
     ----------
     repeats : int
-    kendall_w : float, over the top-10 regions by |mean weight|
+    kendall_w : float, over the top-10 regions by |mean weight| (the literature's figure)
     jaccard_top5 : float, mean pairwise Jaccard of the top-5 sets
     sign_flips : float, share of all regions whose sign is not the same in every run
     sign_flips_top10 : float, the same over the top-10 regions
-    verdict : str
+    verdict : str, judged over the regions that matter (module docstring)
     mean, std, ci_low, ci_high : lists of K floats (95% interval of the mean, t-distribution)
+    matter : region ids that matter, by decreasing |mean weight|
+    distinguishable : int, regions whose interval excludes zero
+    matter_kendall_w, matter_topk, matter_sign_flips : the verdict's three figures
+    sign_entropy : list of K floats, each region's sign entropy in bits (SLICE)
+    reason : str, the verdict in one sentence
     """
 
     repeats: int
@@ -135,9 +270,32 @@ class Stability:
     std: list[float]
     ci_low: list[float]
     ci_high: list[float]
+    matter: list[int] = field(default_factory=list)
+    distinguishable: int = 0
+    matter_kendall_w: float = 1.0
+    matter_topk: float = 1.0
+    matter_sign_flips: float = 0.0
+    sign_entropy: list[float] = field(default_factory=list)
+    reason: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def inconsistent_sign(self) -> list[int]:
+        """Regions whose sign is not the same in every repeat (sign entropy above zero)."""
+        return [i for i, h in enumerate(self.sign_entropy) if h > 0]
+
+
+def _kendall_w_of(weights: np.ndarray, regions: np.ndarray) -> float:
+    """Kendall's W of R runs ranking the given regions by weight."""
+    w = np.asarray(weights, np.float64)[:, regions]
+    m, n = w.shape
+    if m < 2 or n < 2:
+        return 1.0
+    ranks = np.stack([rankdata(-row) for row in w])
+    s = ((ranks.sum(axis=0) - m * (n + 1) / 2) ** 2).sum()
+    return float(12 * s / (m**2 * (n**3 - n)))
 
 
 def stability(weights: np.ndarray) -> Stability:
@@ -150,10 +308,23 @@ def stability(weights: np.ndarray) -> Stability:
     from scipy.stats import t as student_t
 
     w = np.asarray(weights, np.float64)
-    r = w.shape[0]
+    r, k = w.shape
     mean = w.mean(axis=0)
     std = w.std(axis=0, ddof=1) if r > 1 else np.zeros_like(mean)
     half = student_t.ppf(0.975, r - 1) * std / np.sqrt(r) if r > 1 else np.zeros_like(mean)
+    lo, hi = mean - half, mean + half
+    # one run says nothing about the spread: no region is distinguishable from zero
+    dist = ((lo > 0) | (hi < 0)) if r > 1 else np.zeros(k, bool)
+    matter = regions_that_matter(mean, dist)
+    mw = _kendall_w_of(w, matter)
+    top = min(TOP_K, max(1, len(matter)))
+    mj = jaccard_top(w, top)
+    flipped = [int(i) for i in matter if not np.all(np.sign(w[:, i]) == np.sign(w[0, i]))]
+    mf = len(flipped) / len(matter) if len(matter) else 0.0
+    n_dist = int(dist.sum())
+    v = verdict(mw, mj, mf) if len(matter) else "unstable"
+    if n_dist == 0 and v == "stable":
+        v = "borderline"  # agreement among regions none of which is distinguishable from zero
     kw, jac = kendall_w(w), jaccard_top(w)
     flips10 = sign_flips(w, _top(w, 10))
     return Stability(
@@ -162,11 +333,18 @@ def stability(weights: np.ndarray) -> Stability:
         jaccard_top5=jac,
         sign_flips=sign_flips(w),
         sign_flips_top10=flips10,
-        verdict=verdict(kw, jac, flips10),
+        verdict=v,
         mean=mean.tolist(),
         std=std.tolist(),
-        ci_low=(mean - half).tolist(),
-        ci_high=(mean + half).tolist(),
+        ci_low=lo.tolist(),
+        ci_high=hi.tolist(),
+        matter=[int(i) for i in matter],
+        distinguishable=n_dist,
+        matter_kendall_w=mw,
+        matter_topk=mj,
+        matter_sign_flips=mf,
+        sign_entropy=sign_entropy(w).tolist(),
+        reason=explain_verdict(v, r, matter.tolist(), dist, mw, mj, flipped) if r > 1 else "",
     )
 
 
@@ -177,14 +355,17 @@ class Convergence:
     Attributes
     ----------
     sizes : list of int
-    kendall_w, jaccard_top5 : lists of float, one per size
-    needed : int or None, the smallest size from which W stays >= 0.9 (None: not reached)
+    kendall_w, jaccard_top5 : lists of float, one per size (top-10 W and top-5 overlap)
+    needed : int or None, the smallest size from which the verdict stays "stable"
+        (None: not reached)
+    verdicts : list of str, the stability verdict at each size (the same rule as the verdict)
     """
 
     sizes: list[int]
     kendall_w: list[float]
     jaccard_top5: list[float]
     needed: int | None
+    verdicts: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -206,7 +387,7 @@ def convergence(
     sample_weights : R arrays (N,) float
     sizes : increasing ints <= N
     """
-    ws, js = [], []
+    ws, js, vs = [], [], []
     for n in sizes:
         w = np.stack(
             [
@@ -214,14 +395,18 @@ def convergence(
                 for m, o, sw in zip(masks, outputs, sample_weights, strict=True)
             ]
         )
-        ws.append(kendall_w(w))
-        js.append(jaccard_top(w))
+        st = stability(w)
+        ws.append(st.kendall_w)
+        js.append(st.jaccard_top5)
+        vs.append(st.verdict)
     needed = None
     for i, n in enumerate(sizes):
-        if all(v >= THRESHOLDS["convergence_kendall_w"] for v in ws[i:]):
+        if all(v == "stable" for v in vs[i:]):
             needed = int(n)
             break
-    return Convergence(sizes=[int(n) for n in sizes], kendall_w=ws, jaccard_top5=js, needed=needed)
+    return Convergence(
+        sizes=[int(n) for n in sizes], kendall_w=ws, jaccard_top5=js, needed=needed, verdicts=vs
+    )
 
 
 @dataclass(frozen=True)
@@ -403,29 +588,39 @@ def fill_comparison(names: Sequence[str], weights: np.ndarray) -> FillComparison
 
 @dataclass(frozen=True)
 class EarlyStopCheck:
-    """One split-half check: two halves of the first ``n`` samples fitted separately."""
+    """One split-half check: two halves of the first ``n`` samples fitted separately, judged by
+    the stability verdict's rule (over the regions that matter)."""
 
     n: int
     kendall_w: float
     jaccard_top5: float
     sign_flips_top10: float
+    matter_kendall_w: float = 1.0
+    matter_topk: float = 1.0
+    matter_sign_flips: float = 0.0
+    distinguishable: int = 0
+    verdict: str = ""
+    reason: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def passes(self, threshold: float) -> bool:
-        """The early-stop rule: the halves agree as "stable" does, with W at least ``threshold``."""
+        """The early-stop rule: the halves are "stable" by the verdict's rule, with Kendall's W
+        over the regions that matter at least ``threshold`` (0.9, the verdict's own line, by
+        default)."""
         return (
-            self.kendall_w >= threshold
-            and self.jaccard_top5 >= STABLE_JACCARD
-            and self.sign_flips_top10 == 0
+            self.distinguishable > 0
+            and self.matter_kendall_w >= threshold
+            and self.matter_topk >= STABLE_JACCARD
+            and self.matter_sign_flips == 0
         )
 
 
 def split_half(
     masks: np.ndarray, y: np.ndarray, sample_weights: np.ndarray, alpha: float
 ) -> EarlyStopCheck:
-    """Fit the two halves of a sample independently and measure their agreement.
+    """Fit the two halves of a sample independently and judge their agreement.
 
     Rows go to halves in pairs (0-1, 4-5, ... and 2-3, 6-7, ...), so that antithetic pairs
     stay together; each half is a valid sample on its own.
@@ -441,6 +636,12 @@ def split_half(
         kendall_w=st.kendall_w,
         jaccard_top5=st.jaccard_top5,
         sign_flips_top10=st.sign_flips_top10,
+        matter_kendall_w=st.matter_kendall_w,
+        matter_topk=st.matter_topk,
+        matter_sign_flips=st.matter_sign_flips,
+        distinguishable=st.distinguishable,
+        verdict=st.verdict,
+        reason=st.reason,
     )
 
 

@@ -192,7 +192,9 @@ def test_report_verdicts_of_every_trust_check_and_the_segmentation_that_ran(phot
     page = html_report(image=photo, explanation=res)
     trust = text(section(page, "trust"))
     st = res.trust.stability
-    assert f"Stability over 3 repeats {st.verdict} Kendall's W {st.kendall_w:.3f}" in trust
+    assert f"Stability over 3 repeats {st.verdict} {st.reason[0].upper()}{st.reason[1:]}." in trust
+    assert f"{len(st.matter)} regions matter: Kendall's W over them {st.matter_kendall_w:.2f}" in trust
+    assert f"Kendall's W over the top-10 {st.kendall_w:.3f}" in trust
     assert ("beats random orders" in trust) or ("does not beat random orders" in trust)
     assert "Surrogate fit " in trust and "Kernel widths" in trust and "Convergence" in trust
     assert "Fills" in trust

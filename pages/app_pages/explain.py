@@ -90,7 +90,10 @@ with right:
         run = ex.run
         used, asked = run.samples_used or ex.config.sampling.samples, ex.config.sampling.samples
         samples = f"{used} samples" + (
-            f" (stopped early: stable; {asked} allowed)" if used < asked else ""
+            f" (stopped early, {asked} allowed: two halves of the sample were already stable "
+            "by the Trust verdict's rule)"
+            if used < asked
+            else ""
         )
         hand = f" ({run.handcrafted} handcrafted)" if run.handcrafted else ""
         took = f" in {t['total_s']:.1f} s" if "total_s" in t else ""

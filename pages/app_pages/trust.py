@@ -10,7 +10,6 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
-from limecraft_core.limits import THRESHOLDS
 from pages.lib import analysis as A
 from pages.lib import charts, config_form, display, state
 from pages.lib.views import VERDICT_TEXT
@@ -54,45 +53,93 @@ def trust_controls(s) -> lc.ExplainConfig:
         st.stop()
 
 
-def _stability(ex: lc.Explanation) -> None:
+def _stability(s: state.AppState, ex: lc.Explanation) -> None:
     stb = ex.trust.stability
+    st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.repeats} repeats")
+    if stb.reason:
+        st.markdown(display.md(stb.reason[0].upper() + stb.reason[1:]) + ".")
+    m = len(stb.matter)
     st.markdown(
-        f"### {VERDICT_TEXT[stb.verdict]} over {stb.repeats} repeats\n"
-        f"Kendall's W over the top-10 regions **{stb.kendall_w:.3f}** · mean top-5 overlap "
-        f"(Jaccard) **{stb.jaccard_top5:.2f}** · regions whose sign flips **{stb.sign_flips:.0%}** "
-        f"(top-10: {stb.sign_flips_top10:.0%})"
+        f"Regions that matter **{m}** · over them: Kendall's W **{stb.matter_kendall_w:.2f}**, "
+        f"top-{min(T.TOP_K, max(1, m))} overlap **{stb.matter_topk:.2f}**, sign flips "
+        f"**{stb.matter_sign_flips:.0%}** · for comparison with the literature: Kendall's W over "
+        f"the top-10 **{stb.kendall_w:.3f}**, regions whose sign flips **{stb.sign_flips:.0%}**"
     )
     st.caption(
-        f"stable: W ≥ {T.STABLE_W}, overlap ≥ {T.STABLE_JACCARD}, no sign flip in the top-10; "
-        f"unstable: W < {T.UNSTABLE_W}, overlap < {T.UNSTABLE_JACCARD} or over "
-        f"{T.UNSTABLE_FLIPS:.0%} of the top-10 flip; borderline in between."
+        f"A region matters when it is among the fewest carrying {T.MASS_SHARE:.0%} of the "
+        f"|mean weight|, or when its 95% interval excludes zero and its |mean| is at least "
+        f"{T.MIN_SHARE:.0%} of the largest. Over those: stable when W ≥ {T.STABLE_W}, top-k "
+        f"overlap ≥ {T.STABLE_JACCARD} and no sign flip (and at least one region is "
+        f"distinguishable from zero); unstable when W < {T.UNSTABLE_W}, overlap < "
+        f"{T.UNSTABLE_JACCARD} or over {T.UNSTABLE_FLIPS:.0%} flip; borderline in between. "
+        "Stopping early uses the same rule on two halves of one sample."
     )
-    st.markdown("**Mean weight over the repeats, with its 95% interval** (top 15 by |mean|)")
-    st.altair_chart(
-        charts.interval_chart(
+    left, right = display.columns([1, 1], gap="large")
+    with left:
+        st.markdown("**Mean weight over the repeats, with its 95% interval** (top 15 by |mean|)")
+        st.altair_chart(
+            charts.interval_chart(
+                np.array(stb.mean),
+                np.array(stb.ci_low),
+                np.array(stb.ci_high),
+                [n or None for n in ex.region_names],
+            ),
+            width="stretch",
+        )
+        st.caption(":green[■] for the class · :red[■] against it · black line: the 95% interval")
+    with right:
+        unsure = stb.inconsistent_sign
+        st.markdown("**Sign consistency** (SLICE's sign entropy over the repeats)")
+        grey = st.checkbox(
+            "Grey out regions whose sign is not consistent",
+            True,
+            key="tr_grey",
+            help="A region whose weight is positive in some repeats and negative in others has "
+            "sign entropy above 0: its direction cannot be read from this explanation.",
+        )
+        picture = lc.weight_overlay(
+            s.image,
+            ex.segments,
             np.array(stb.mean),
-            np.array(stb.ci_low),
-            np.array(stb.ci_high),
-            [n or None for n in ex.region_names],
-        ),
-        width="stretch",
-    )
-    st.caption(":green[■] for the class · :red[■] against it · black line: the 95% interval")
+            grey=unsure if grey else (),
+            long_side=640,
+        )
+        st.image(picture, width="stretch")
+        if unsure:
+            worst = sorted(unsure, key=lambda i: -stb.sign_entropy[i])
+            st.caption(
+                f"{len(unsure)} of {ex.n_regions} regions change sign across the repeats"
+                + (" (greyed out)" if grey else "")
+                + ": "
+                + ", ".join(
+                    f"{charts.region_label(i, ex.region_names[i])} {stb.sign_entropy[i]:.2f} bits"
+                    for i in worst[:8]
+                )
+                + (" …" if len(worst) > 8 else "")
+                + ". 0 bits: one sign in every repeat; 1 bit: half for, half against."
+            )
+        else:
+            st.caption(
+                f"Every region keeps one sign in all {stb.repeats} repeats (sign entropy 0). "
+                "The overlay shows the mean weights."
+            )
 
 
 def _convergence(ex: lc.Explanation) -> None:
     c = ex.trust.convergence
     st.markdown("#### Convergence")
     needed = (
-        f"W stays ≥ {THRESHOLDS['convergence_kendall_w']} from **{c.needed} samples**"
+        f"Stable (the verdict's rule) from **{c.needed} samples** on"
         if c.needed
-        else f"W did not reach {THRESHOLDS['convergence_kendall_w']} by {c.sizes[-1]} samples: use more"
+        else f"Not stable by {c.sizes[-1]} samples: use more"
     )
     st.markdown(needed)
+    if c.verdicts:
+        st.caption(" · ".join(f"{n}: {v}" for n, v in zip(c.sizes, c.verdicts, strict=True)))
     df = pd.DataFrame(
-        {"samples": c.sizes, "Kendall's W": c.kendall_w, "top-5 overlap": c.jaccard_top5}
+        {"samples": c.sizes, "Kendall's W (top-10)": c.kendall_w, "top-5 overlap": c.jaccard_top5}
     )
-    st.line_chart(df, x="samples", y=["Kendall's W", "top-5 overlap"], height=240)
+    st.line_chart(df, x="samples", y=["Kendall's W (top-10)", "top-5 overlap"], height=240)
 
 
 def _kernels(ex: lc.Explanation) -> None:
@@ -211,7 +258,7 @@ st.caption(
     f"{ex.run.samples_used} samples × {ex.config.trust.repeats} repeats · "
     f"{ex.timings['total_s']:.1f} s"
 )
-_stability(ex)
+_stability(s, ex)
 left, right = display.columns([1, 1], gap="large")
 with left:
     if ex.trust.convergence is not None:

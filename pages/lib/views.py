@@ -86,7 +86,9 @@ def verdict_badge(ex: lc.Explanation) -> str:
     st_ = ex.trust.stability
     if st_ is None:
         return ":gray-badge[stability not checked] (set Repeats to 2 or more)"
-    return (
+    if st_.reason:  # "stable: the 1 region that matters is first in all 5 repeats; ..."
+        return f"{VERDICT_TEXT[st_.verdict]} {display.md(st_.reason.split(': ', 1)[-1])}"
+    return (  # an explanation saved before the verdict judged the regions that matter
         f"{VERDICT_TEXT[st_.verdict]} over {st_.repeats} repeats "
         f"(Kendall's W {st_.kendall_w:.2f}, top-5 overlap {st_.jaccard_top5:.2f})"
     )
