@@ -70,6 +70,7 @@ def explain(
     input_size: int | None = None,
     normalize: str | None = None,
     kernel: Kernel | None = None,
+    expected_mask: np.ndarray | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     **settings: Any,
@@ -89,20 +90,18 @@ def explain(
     region_names : names of the handcrafted regions
     labels, input_size, normalize : how a Module or callable ``model`` is wrapped
     kernel : callable(distances) -> weights, optional; replaces ``kernel_width``
-    progress : callable(done, total), optional, called after each model batch
-    cancel : callable() -> bool, optional; raises ``Cancelled`` when it returns True
+    expected_mask : (H, W) bool ndarray, optional; the area the analyst expects the model to
+        rely on: adds ``trust.localisation`` (no model pass)
+    progress, cancel : callable(done, total) called after each model batch, and callable()
+        -> bool that stops with ``Cancelled`` when it returns True; both optional
     **settings
         Any setting by its name, e.g. ``samples=1000, seed=0, fill="mean"``; the list with
         defaults and ranges follows, generated from :mod:`limecraft_core.config`.
 
     Returns
     -------
-    Explanation
-
-    Raises
-    ------
-    LimecraftError : any invalid input; the message says how to fix it
-    ModelError : the model failed or returned unusable scores
+    Explanation. Raises LimecraftError on any invalid input (the message says how to fix it),
+    ModelError when the model failed or returned unusable scores.
     """
     timer = stages.Timer()
     cfg = config.replace(**settings) if config is not None else ExplainConfig.from_flat(settings)
@@ -123,7 +122,9 @@ def explain(
         classes = stages.choose_classes(scores.original, cfg)
         surrogate = stages.fit(scores, classes, kern, cfg.surrogate.ridge_alpha)
     with timer("trust_s"):
-        trust = stages.run_trust_checks(run, scene, scores, surrogate, classes[0], cfg, kern)
+        trust = stages.run_trust_checks(
+            run, scene, scores, surrogate, classes[0], cfg, kern, (regions.labels, expected_mask)
+        )
     return stages.summarise(
         cfg=cfg,
         scorer=scorer,

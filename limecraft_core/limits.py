@@ -81,7 +81,6 @@ THRESHOLDS: dict[str, float] = {
     "unstable_jaccard_top5": 0.5,  # below this: unstable
     "unstable_sign_flips_top10": 0.3,  # above this share of those flipping sign: unstable
     "early_stop_default": 0.9,  # the app's "stop early when stable" uses this W
-    "convergence_kendall_w": 0.9,  # "converged from N samples": W at least this from N on
     "low_r2": 0.5,  # surrogate fidelity below this gets a plain warning
     "good_r2": 0.8,  # and at least this a "good" badge
 }

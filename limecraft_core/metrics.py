@@ -27,7 +27,7 @@ Undefined cases return documented neutral values, never NaN.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -48,6 +48,7 @@ __all__ = [
     "faithfulness_correlation",
     "irof",
     "localisation",
+    "localise",
     "noisy_linear_imputation",
     "random_subsets",
     "road",
@@ -600,6 +601,7 @@ class Localisation:
         means the regions spill well beyond it
     definition, baseline, reading : str
     steps : int, 0 (no model pass)
+    regions : list of int, the expected regions' ids
     """
 
     relevance_mass: float
@@ -613,6 +615,7 @@ class Localisation:
     baseline: str
     steps: int
     reading: str
+    regions: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -677,4 +680,29 @@ def localisation(
         baseline="none (no model pass)",
         steps=0,
         reading="higher is better (pointing game: a hit is better)",
+        regions=np.flatnonzero(e).tolist(),
     )
+
+
+def localise(weights: np.ndarray, labels: np.ndarray, expected_mask: np.ndarray) -> Localisation:
+    """Localisation of an explanation against the area the analyst expects (no model pass).
+
+    Parameters
+    ----------
+    weights : (K,) the explained class's weights
+    labels : (H, W) the regions' label map
+    expected_mask : (H, W) bool, the expected area (e.g. the union of handcrafted regions);
+        a region counts as expected when at least half its pixels are inside
+    """
+    mask = np.asarray(expected_mask)
+    if mask.shape != labels.shape:
+        raise LimecraftError(
+            f"the expected mask is {mask.shape[:2]} but the image is {labels.shape}: "
+            "draw it on the same image"
+        )
+    mask = mask.astype(bool) if mask.ndim == 2 else mask.any(axis=-1)
+    if not mask.any():
+        raise LimecraftError(
+            "the expected mask is empty: mark the area you expect the model to use"
+        )
+    return localisation(weights, expected_regions(labels, mask), labels=labels, mask=mask)

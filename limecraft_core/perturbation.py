@@ -113,9 +113,9 @@ def sample_masks(
         ``glime``: GLIME-Binomial (Tan et al., NeurIPS 2023): draws from the kernel-weighted
         target instead of weighting Bernoulli(p) draws by the kernel. The count k is drawn
         from q(k) ∝ Binom(k; K, p) π(1 - sqrt(k / K)), π the kernel of ``kernel_width``, then
-        k regions at random; each row is weighted by Binom(k; K, p) / q(k) (mean 1), so kernel
-        times weight is constant for that kernel and any other kernel still fits the
-        Bernoulli(p) objective. Lower variance when the kernel is narrow.
+        k regions at random; each row is weighted by Binom(k; K, p) / q(k) (expectation 1, as
+        for ``stratified``), so kernel times weight is constant for that kernel and any other
+        kernel still fits the Bernoulli(p) objective. Lower variance when the kernel is narrow.
     p : float in (0, 1)
     rng : numpy Generator or int seed
         The same seed gives identical masks.
@@ -470,7 +470,6 @@ def perturbed_images(
     image : (H, W, 3) uint8 or float ndarray
     labels : (H, W) int ndarray, 0..K-1
     masks : (B, K) bool ndarray
-
     fill : str or callable, as for :func:`make_fill`
     expand : int >= 0, mask expansion in pixels
 

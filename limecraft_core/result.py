@@ -10,6 +10,7 @@ Version 1 files (flat ``settings``) are still read.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import platform
@@ -91,7 +92,7 @@ def _nullable(a: np.ndarray) -> list[float | None]:
     return [float(x) if np.isfinite(x) else None for x in a]
 
 
-TRUST_KEYS = ("stability", "convergence", "kernel_sweep", "faithfulness", "fills", "early_stop")
+TRUST_KEYS = tuple(f.name for f in dataclasses.fields(TrustResults))  # one list: trust.py's
 
 
 def _plain_json(v: Any, depth: int = 0) -> Any:
@@ -218,6 +219,17 @@ class Explanation:
     def n_regions(self) -> int:
         """Number of regions K."""
         return len(self.region_pixels)
+
+    def with_localisation(self, expected_mask: np.ndarray | None) -> Explanation:
+        """This explanation with ``trust.localisation`` measured against ``expected_mask`` (an
+        (H, W) bool area, e.g. the union of handcrafted regions), or removed when None. No model
+        pass: relevance mass, relevance rank accuracy and the pointing game read the weights."""
+        loc = None
+        if expected_mask is not None:
+            from .metrics import localise
+
+            loc = localise(self.weights, self.segments, expected_mask)
+        return dataclasses.replace(self, trust=dataclasses.replace(self.trust, localisation=loc))
 
     def class_index(self, cls: int) -> int:
         """Row of class ``cls`` in the per-class arrays."""

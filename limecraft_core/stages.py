@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import metrics as _metrics
 from . import trust as _trust
 from ._validate import LimecraftError, check_int, check_label_map
 from .config import ExplainConfig, FillConfig, SegmentationConfig
@@ -58,6 +59,8 @@ REPEAT_SEED_STEP = 1
 HOLDOUT_SEED_OFFSET = 1_000_003
 # Likewise for the random deletion/insertion orders of the faithfulness baseline.
 RANDOM_ORDER_SEED_OFFSET = 2_000_003
+# ROAD's imputation noise draws its own stream too.
+ROAD_SEED_OFFSET = 3_000_017
 # Random orders averaged as the faithfulness baseline: smooths one unlucky order; each costs
 # 2(K+1) model passes.
 N_RANDOM_ORDERS = 3
@@ -242,7 +245,11 @@ class Plan:
         k = self.main.masks.shape[1]
         rows = n * (1 + len(self.repeats)) + (2 * k if self.deltas else 0)
         rows += len(self.holdout.masks) if self.holdout is not None else 0
-        rows += 2 * (k + 1) * (1 + N_RANDOM_ORDERS) if self.faithfulness else 0
+        rows += (
+            2 * (k + 1) * (1 + N_RANDOM_ORDERS) + 2 * len(_metrics.road_counts(k))
+            if self.faithfulness
+            else 0
+        )
         return rows + self.n_fills * n
 
 
@@ -548,8 +555,69 @@ def _fills(
         weights.append(
             fit_ridge(main.masks, y[:, None], sw, alpha=cfg.surrogate.ridge_alpha).coef[0]
         )
-    name = cfg.fill.fill if isinstance(cfg.fill.fill, str) else "custom"
-    return _trust.fill_comparison([name] + [str(f) for f in others], np.stack(weights))
+    return _trust.fill_comparison([_fill_name(cfg)] + [str(f) for f in others], np.stack(weights))
+
+
+def _fill_name(cfg: ExplainConfig) -> str:
+    return cfg.fill.fill if isinstance(cfg.fill.fill, str) else "custom"
+
+
+def _road(run: Runner, scene: Scene, weights: np.ndarray, tgt: int, seed: int) -> _metrics.Road:
+    """ROAD's MoRF and LeRF curves: each step's image is imputed (noisy linear imputation) at
+    the model's input size and scored as the fill of a mask that hides every region, so every
+    scorer (local, queued or remote) scores it unchanged; 2 model passes per step."""
+    k = scene.n_regions
+    hidden = np.zeros((1, k), bool)
+    rng = np.random.default_rng(seed + ROAD_SEED_OFFSET)
+    curves = []
+    for order in ("morf", "lerf"):
+        images = _metrics.road_images(
+            scene.work_image, scene.work_labels, weights, order=order, rng=rng
+        )
+        curves.append(
+            [
+                float(
+                    _column(
+                        run(
+                            hidden,
+                            _to_device(np.clip(im, 0, 1).astype(np.float32), scene.image.device),
+                            None,
+                        ),
+                        tgt,
+                    )[0]
+                )
+                for im in images
+            ]
+        )
+    return _metrics.road(curves[0], curves[1], k)
+
+
+def _field_metrics(
+    run: Runner,
+    scene: Scene,
+    scores: Scores,
+    surrogate: SurrogateFit,
+    faith: _trust.Faithfulness,
+    tgt: int,
+    cfg: ExplainConfig,
+) -> dict[str, Any]:
+    """The field's faithfulness metrics, reusing the passes already made: IROF on the deletion
+    curve, faithfulness correlation on the held-out sample, sparseness on the weights (no pass);
+    only ROAD scores new images."""
+    w = surrogate.coef[0]
+    hold, hold_out = scores.holdout
+    return {
+        "irof": _metrics.irof(faith.deletion, fill=_fill_name(cfg)),
+        "road": _road(run, scene, w, tgt, cfg.sampling.seed),
+        "faithfulness_correlation": _metrics.faithfulness_correlation(
+            w,
+            hold.masks,
+            _column(hold_out, tgt),
+            float(_column(scores.main_out, tgt)[0]),
+            fill=_fill_name(cfg),
+        ),
+        "sparseness": _metrics.sparseness(w),
+    }
 
 
 def run_trust_checks(
@@ -560,8 +628,13 @@ def run_trust_checks(
     target: int,
     cfg: ExplainConfig,
     kernel: Kernel,
+    expected: tuple[np.ndarray, np.ndarray | None] | None = None,
 ) -> _trust.TrustResults:
-    """Every trust check the configuration asks for, on the scores already made where possible."""
+    """Every trust check the configuration asks for, on the scores already made where possible.
+
+    ``expected`` is (the regions' label map, the analyst's expected area or None): with an area,
+    localisation is measured against it (no model pass).
+    """
     t = cfg.trust
     stability = conv = None
     if t.repeats > 1:
@@ -576,6 +649,7 @@ def run_trust_checks(
             cfg.surrogate.ridge_alpha,
         )
     faith = _faithfulness(run, scores, surrogate, target, cfg, kernel) if t.faithfulness else None
+    more = _field_metrics(run, scene, scores, surrogate, faith, target, cfg) if faith else {}
     fills = (
         _fills(run, scene, scores, surrogate, target, cfg, kernel) if _other_fills(cfg) else None
     )
@@ -586,6 +660,12 @@ def run_trust_checks(
         faithfulness=faith,
         fills=fills,
         early_stop=scores.early_stop,
+        localisation=(
+            _metrics.localise(surrogate.coef[0], *expected)
+            if expected is not None and expected[1] is not None
+            else None
+        ),
+        **more,
     )
 
 

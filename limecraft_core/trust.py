@@ -36,6 +36,7 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import rankdata, spearmanr
 
+from . import metrics as _metrics
 from ._validate import LimecraftError
 from .limits import THRESHOLDS
 from .surrogate import cosine_distance, fit_ridge, make_kernel
@@ -674,6 +675,11 @@ _RESULTS = {
     "faithfulness": Faithfulness,
     "fills": FillComparison,
     "early_stop": EarlyStop,
+    "irof": _metrics.Irof,
+    "road": _metrics.Road,
+    "faithfulness_correlation": _metrics.FaithfulnessCorrelation,
+    "sparseness": _metrics.Sparseness,
+    "localisation": _metrics.Localisation,
 }
 VERDICTS = ("stable", "borderline", "unstable")
 
@@ -688,6 +694,11 @@ class TrustResults:
     faithfulness: Faithfulness | None = None
     fills: FillComparison | None = None
     early_stop: EarlyStop | None = None
+    irof: _metrics.Irof | None = None
+    road: _metrics.Road | None = None
+    faithfulness_correlation: _metrics.FaithfulnessCorrelation | None = None
+    sparseness: _metrics.Sparseness | None = None
+    localisation: _metrics.Localisation | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready, one key per check that ran."""
