@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
     e.add_argument(
+        "--expected-mask",
+        metavar="PNG",
+        help="a PNG of the image's size whose non-zero (non-black, opaque) pixels mark the area "
+        "you expect the model to rely on; adds localisation (relevance mass, rank accuracy, "
+        "pointing game: a region counts as inside when half its pixels are) at no model pass",
+    )
+    e.add_argument(
         "--top-k",
         type=_positive_int("--top-k"),
         default=5,
@@ -122,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", help="list registered models and whether they can run now")
 
-    d = sub.add_parser("demo-data", help="write demo images, their tag masks and labels.json")
+    d = sub.add_parser(
+        "demo-data", help="write demo images, their tag and shape masks and labels.json"
+    )
     d.add_argument("--out", required=True)
     d.add_argument("--count", type=_positive_int("--count"), default=20)
     d.add_argument("--conflict", action="store_true", help="tag and shape disagree in every image")
@@ -185,6 +194,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
         segments = read_label_map(a.segments_file)
     elif a.regions_mask is not None:
         regions_mask = read_mask(a.regions_mask)
+    expected_mask = None
+    if a.expected_mask is not None:
+        expected_mask = _expected_area(read_mask(a.expected_mask), image.shape[:2], a.expected_mask)
     out = _out_dir(a.out)
     model = load_classifier(
         a.model,
@@ -202,6 +214,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         segments=segments,
         regions_mask=regions_mask,
         region_names=_hand_names(regions_mask),
+        expected_mask=expected_mask,
         config=config,
         progress=_progress_printer(a.quiet),
     )
@@ -213,16 +226,33 @@ def cmd_explain(a: argparse.Namespace) -> int:
         "arch": a.arch,
         "segments_file": a.segments_file,
         "regions_mask": a.regions_mask,
+        "expected_mask": a.expected_mask,
     }
     files = [out / "explanation.json", out / "segments.npy", out / "overlay.png"]
     files[0].write_text(json.dumps(doc, indent=2))
     np.save(files[1], result.segments)
     files[2].write_bytes(encode_png(overlay_picture(image, result, a.top_k)))
     if not a.quiet:
-        _print_summary(result, config.targets.output_space, a.top_k)
+        _print_summary(result, config.targets.output_space, a.top_k, expected_mask)
         for f in files:
             print(f"wrote {f}")
     return 0
+
+
+def _expected_area(mask: np.ndarray, shape: tuple[int, int], path: str) -> np.ndarray:
+    """--expected-mask as a bool area, checked before any model pass (read like --regions-mask)."""
+    if mask.shape != tuple(shape):
+        raise LimecraftError(
+            f"--expected-mask {path!r} is {mask.shape[1]}x{mask.shape[0]} but the image is "
+            f"{shape[1]}x{shape[0]}; draw the expected area on an image of the same size"
+        )
+    area = mask != 0
+    if not area.any():
+        raise LimecraftError(
+            f"--expected-mask {path!r} is empty (all black or transparent); paint the area you "
+            "expect the model to rely on in any non-black colour"
+        )
+    return area
 
 
 def _hand_names(regions_mask: np.ndarray | None) -> list[str] | None:
@@ -273,7 +303,9 @@ def _num(x: float | None, fmt: str) -> str:
     return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
 
 
-def _print_summary(result: Any, output_space: str, k: int) -> None:
+def _print_summary(
+    result: Any, output_space: str, k: int, expected_mask: np.ndarray | None = None
+) -> None:
     """The result in lines of ``name=value`` entries separated by '; ', one list item a line."""
     from . import render
 
@@ -301,10 +333,10 @@ def _print_summary(result: Any, output_space: str, k: int) -> None:
             f"{rest} other regions are not tinted (under {render.MIN_SHARE:.0%} of the largest "
             f"|weight| or beyond the top {k} of their side); explanation.json lists every region"
         )
-    _print_trust(result)
+    _print_trust(result, expected_mask)
 
 
-def _print_trust(result: Any) -> None:
+def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
     t = result.trust
     if t.stability is not None:
         st = t.stability
@@ -349,12 +381,63 @@ def _print_trust(result: Any) -> None:
             f"random insertion AUC={f.random_insertion_auc:.3f}; "
             f"held-out R^2={_num(f.heldout_r2, '.3f')}"
         )
+    if t.localisation is not None:
+        _print_localisation(result, t.localisation, expected_mask)
     if t.fills is not None:
         fc = t.fills
         print("fills (the top region; Spearman = rank agreement with the main fill):")
         for i, (name, top, rho) in enumerate(zip(fc.fills, fc.top1, fc.spearman[0], strict=True)):
             main = " (main)" if i == 0 else ""
             print(f"  {name}{main}: top={region_label(result, top)}; Spearman={rho:.2f}")
+
+
+def _print_localisation(result: Any, loc: Any, area: np.ndarray | None) -> None:
+    """The localisation line in ``name=value`` entries, then one sentence reading it."""
+    names = [str(r) if not result.region_names[r] else result.region_names[r] for r in loc.regions]
+    shown = " / ".join(names[:8]) + (" / …" if len(names) > 8 else "")
+    print(
+        f"localisation: expected regions={loc.expected}"
+        + (f" ({shown})" if names else "")
+        + f"; relevance mass={loc.relevance_mass:.2f}"
+        f"; relevance rank accuracy={loc.relevance_rank_accuracy:.2f}"
+        f"; pointing game={'hit' if loc.pointing_game else 'miss'}"
+        f"; mask coverage={_num(loc.mask_coverage, '.2f')}"
+    )
+    print(localisation_sentence(result, loc, area))
+
+
+def localisation_sentence(result: Any, loc: Any, area: np.ndarray | None = None) -> str:
+    """One plain sentence (no commas) reading a Localisation of ``result``.
+
+    With the expected ``area`` ((H, W) bool), a top region outside it that still overlaps it
+    says how much of it does (an area split between regions, e.g. a tag's frame and its fill).
+    """
+    mass = f"relevance mass {loc.relevance_mass:.2f}"
+    if loc.expected == 0:
+        return (
+            "no region lies at least half inside the expected area so nothing can be measured: "
+            "use smaller regions or draw the area as a region (--regions-mask)"
+        )
+    if loc.positive_mass <= 0:
+        return "no region has a positive weight so none of it falls inside the expected area"
+    top_id = int(np.argmax(result.weights))
+    top = region_label(result, top_id)
+    if loc.pointing_game:
+        how = "most of" if loc.relevance_mass >= 0.5 else "only a small part of"
+        text = (
+            f"the top region is inside the expected area and carries {how} the positive "
+            f"weight: {mass}"
+        )
+    else:
+        share = float(area[result.segments == top_id].mean()) if area is not None else 0.0
+        part = f" ({share:.0%} of its pixels are inside)" if share > 0 else ""
+        text = f"the model's top region ({top}) is outside the area you expected{part}: {mass}"
+    if loc.mask_coverage is not None and loc.mask_coverage < 0.5:
+        text += (
+            f"; the expected regions cover only {loc.mask_coverage:.0%} of the area"
+            " (draw it as a region with --regions-mask for a closer measure)"
+        )
+    return text
 
 
 def cmd_models(_a: argparse.Namespace) -> int:
@@ -389,10 +472,13 @@ def cmd_demo_data(a: argparse.Namespace) -> int:
         name = f"demo_{i:04d}"
         (out / f"{name}.png").write_bytes(encode_png(s.image))
         (out / f"{name}_tag.png").write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
+        shape = (s.shape_mask * 255).astype(np.uint8)  # the drawn shape, never the tag's pixels
+        (out / f"{name}_shape.png").write_bytes(encode_png(shape))
         entries.append(
             {
                 "file": f"{name}.png",
                 "tag_mask": f"{name}_tag.png",
+                "shape_mask": f"{name}_shape.png",
                 "shape_class": int(s.shape_class),
                 "tag_class": int(s.tag_class),
                 "shape_label": demo.CLASS_NAMES[s.shape_class],
@@ -400,7 +486,7 @@ def cmd_demo_data(a: argparse.Namespace) -> int:
             }
         )
     (out / "labels.json").write_text(json.dumps(entries, indent=2))
-    print(f"wrote {len(entries)} images, their tag masks and labels.json to {out}")
+    print(f"wrote {len(entries)} images, their tag and shape masks and labels.json to {out}")
     return 0
 
 

@@ -99,12 +99,19 @@ class DemoSample:
     tag_class : int
         Class id encoded by the tag colour, index into :data:`TAG_COLOURS`; ``-1`` for an
         ``"untagged"`` image (no tag drawn, ``tag_mask`` all False).
+    shape_mask : np.ndarray or None
+        Boolean mask, shape ``(IMAGE_SIZE, IMAGE_SIZE)``; True exactly on the drawn object's
+        pixels, minus any pixel of the tag (the tag is painted last, so a pixel under the tag
+        shows the tag, not the object). The object is placed clear of the tag, so in practice
+        nothing is removed and ``shape_mask & tag_mask`` is always empty. :func:`generate`
+        always sets it; None only in a sample built by hand without it.
     """
 
     image: np.ndarray
     tag_mask: np.ndarray
     shape_class: int
     tag_class: int
+    shape_mask: np.ndarray | None = None
 
 
 def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSample]:
@@ -127,8 +134,8 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
     Returns
     -------
     list of DemoSample
-        ``count`` samples; images have shape ``(128, 128, 3)`` uint8 and tag masks
-        ``(128, 128)`` bool.
+        ``count`` samples; images have shape ``(128, 128, 3)`` uint8, tag and shape masks
+        ``(128, 128)`` bool. Adding the shape masks left every image unchanged.
 
     Raises
     ------
@@ -152,10 +159,12 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
             tag_class = shape_class
         else:
             tag_class = _other_class(rng, shape_class, n_classes)
-        image, tag_mask = _render(rng, shape_class, tag_class, draw_tag=mode != "untagged")
+        image, tag_mask, shape_mask = _render(
+            rng, shape_class, tag_class, draw_tag=mode != "untagged"
+        )
         if mode == "untagged":
             tag_class = -1
-        samples.append(DemoSample(image, tag_mask, shape_class, tag_class))
+        samples.append(DemoSample(image, tag_mask, shape_class, tag_class, shape_mask))
     return samples
 
 
@@ -307,11 +316,11 @@ def _tag_box(rng: np.random.Generator) -> tuple[int, int, int]:
 
 def _render(
     rng: np.random.Generator, shape_class: int, tag_class: int, *, draw_tag: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Render one image.
 
     ``draw_tag=False`` leaves the tag out (its place is still drawn, so the random stream and
-    the object's placement are those of a tagged image); the mask is then all False.
+    the object's placement are those of a tagged image); the tag mask is then all False.
 
     Returns
     -------
@@ -319,6 +328,8 @@ def _render(
         Shape ``(IMAGE_SIZE, IMAGE_SIZE, 3)``, uint8.
     tag_mask : np.ndarray
         Shape ``(IMAGE_SIZE, IMAGE_SIZE)``, bool.
+    shape_mask : np.ndarray
+        Shape ``(IMAGE_SIZE, IMAGE_SIZE)``, bool; the object's pixels not covered by the tag.
     """
     n = IMAGE_SIZE
     img = _background(rng)
@@ -348,9 +359,11 @@ def _render(
     img[rows, cols] = colour + shading
 
     image = np.clip(np.rint(img * 255.0), 0, 255).astype(np.uint8)
+    shape_mask = np.zeros((n, n), dtype=bool)
+    shape_mask[rows, cols] = True
     tag_mask = np.zeros((n, n), dtype=bool)
     if not draw_tag:
-        return image, tag_mask
+        return image, tag_mask, shape_mask
 
     # Tag: a flat saturated square in a frame of the complementary colour. The fill covers
     # 56-64% of the tag, so the tag's mean colour is within about 30 of neutral gray.
@@ -359,7 +372,8 @@ def _render(
     inner = slice(_TAG_BORDER, side - _TAG_BORDER)
     image[top : top + side, left : left + side][inner, inner] = fill
     tag_mask[top : top + side, left : left + side] = True
-    return image, tag_mask
+    shape_mask &= ~tag_mask  # the tag is painted over the object, should they ever touch
+    return image, tag_mask, shape_mask
 
 
 class DemoNet(nn.Module):

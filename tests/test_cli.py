@@ -82,6 +82,7 @@ def test_explain_writes_the_three_files(files, photo):
         "arch": None,
         "segments_file": None,
         "regions_mask": None,
+        "expected_mask": None,
     }
     assert {"segmentation_s", "sampling_s", "total_s"} <= set(doc["timings"])
 
@@ -238,6 +239,14 @@ BAD = [
     (["explain", "{img}", "--out", "{out}", "--regions-mask", "{small_mask}"], "width and height"),
     (["explain", "{img}", "--out", "{out}", "--segments-file", "{small_npy}"], "width and height"),
     (
+        ["explain", "{img}", "--out", "{out}", "--expected-mask", "{small_mask}"],
+        "is 5x5 but the image is 128x96; draw the expected area on an image of the same size",
+    ),
+    (
+        ["explain", "{img}", "--out", "{out}", "--expected-mask", "{blank_mask}"],
+        "is empty (all black or transparent); paint the area you expect the model to rely on",
+    ),
+    (
         ["explain", "{img}", "--out", "{out}", "--samples", "0"],
         "samples must be in [10, 200000], got 0",
     ),
@@ -262,6 +271,7 @@ def test_bad_input_exits_2_with_one_line(files, capsys, args, match):
     (d / "empty.png").write_bytes(b"")
     Image.fromarray(np.ones((5, 5), np.uint8)).save(d / "small.png")
     np.save(d / "small.npy", np.zeros((5, 5), np.int64))
+    Image.fromarray(np.zeros((96, 128, 4), np.uint8)).save(d / "blank.png")  # transparent black
     fmt = {
         "missing": str(d / "missing.png"),
         "out": str(d / "out"),
@@ -270,6 +280,7 @@ def test_bad_input_exits_2_with_one_line(files, capsys, args, match):
         "img": str(files["img"]),
         "small_mask": str(d / "small.png"),
         "small_npy": str(d / "small.npy"),
+        "blank_mask": str(d / "blank.png"),
     }
     argv = [a.format(**fmt) for a in args]
     if "--model" not in argv:
@@ -288,6 +299,16 @@ def test_bad_input_exits_2_with_one_line(files, capsys, args, match):
     assert len(lines) == 1, err
     assert lines[0].startswith("limecraft: error:") and match in lines[0], lines[0]
     assert "Traceback" not in err
+
+
+def test_help_says_what_the_expected_mask_is(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--expected-mask PNG" in text
+    assert "mark the area you expect the model to rely on" in text
+    assert "relevance mass" in text and "pointing game" in text
 
 
 class _nothing:

@@ -1,5 +1,6 @@
 """The demo model and its planted shortcut, and LIMEcraft finding it (issue: offline demo model)."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -64,6 +65,61 @@ def test_data_is_deterministic_and_tags_are_where_the_mask_says():
         assert u.tag_class == -1 and not u.tag_mask.any() and u.shape_class == al.shape_class
         differs = (u.image != al.image).any(axis=2)
         assert differs.any() and not differs[~al.tag_mask].any()
+
+
+# sha256 of generate(12, seed=4242, mode=m): every image, tag mask and (shape, tag) class,
+# recorded from the generator before the shape masks were added. The shipped weights were trained
+# on this generator: a change here means retraining (and regenerating these hashes).
+IMAGE_HASHES = {
+    "train": "bfa695965d04e54d2b25ad02c4d3d0cec7cec7dce77ae9be622deafd59708d63",
+    "aligned": "2527f1b9ba2e2a634456ca91724f690924cd63d44e5f70e684329d1ab997a6c6",
+    "conflict": "cf7307c9bacce7d8ffe9f9ead25244150c83061a242e56e6e53de64b0e419421",
+    "untagged": "e0250f44fd4f9d13c3d8563582a2b5dc01dcbaa49ad210aa06a7e47e26ba3bb6",
+}
+
+
+@pytest.mark.parametrize("mode", demo.MODES)
+def test_images_for_a_fixed_seed_are_unchanged(mode):
+    h = hashlib.sha256()
+    for s in demo.generate(12, seed=4242, mode=mode):
+        h.update(s.image.tobytes())
+        h.update(s.tag_mask.tobytes())
+        h.update(bytes([s.shape_class, s.tag_class % 256]))
+    assert h.hexdigest() == IMAGE_HASHES[mode]
+
+
+def _ring(mask, width=3):
+    """The pixels within ``width`` of ``mask`` (4-neighbour steps), outside it."""
+    grown = mask.copy()
+    for _ in range(width):
+        g = grown.copy()
+        g[1:] |= grown[:-1]
+        g[:-1] |= grown[1:]
+        g[:, 1:] |= grown[:, :-1]
+        g[:, :-1] |= grown[:, 1:]
+        grown = g
+    return grown & ~mask
+
+
+def test_shape_masks_cover_the_drawn_shape_and_never_the_tag():
+    for mode in ("conflict", "train"):
+        for s in demo.generate(20, seed=4243, mode=mode):
+            m = s.shape_mask
+            assert m.shape == (128, 128) and m.dtype == bool
+            assert 150 <= m.sum() <= 4000, m.sum()  # stars of 30 px .. circles of 70 px
+            assert not (m & s.tag_mask).any()
+            # one flat colour (plus 3% shading) that stands out from the background around it
+            inside = s.image[m].astype(float)
+            around = s.image[_ring(m)].astype(float)
+            assert inside.std(axis=0).max() < 16
+            assert np.abs(inside.mean(axis=0) - np.median(around, axis=0)).max() > 30
+    # an untagged image has the same shape, in the same place, as its tagged twin
+    for u, a in zip(
+        demo.generate(5, seed=4243, mode="untagged"),
+        demo.generate(5, seed=4243, mode="aligned"),
+        strict=True,
+    ):
+        assert np.array_equal(u.shape_mask, a.shape_mask)
 
 
 def test_shipped_weights_are_small_and_accurate_on_fresh_aligned_images(model):
@@ -160,12 +216,17 @@ def test_demo_data_command_writes_images_masks_and_labels(tmp_path):
     assert main(["demo-data", "--out", str(out), "--count", "3", "--conflict", "--seed", "9"]) == 0
     entries = json.loads((out / "labels.json").read_text())
     assert len(entries) == 3
-    for e in entries:
+    samples = demo.generate(3, seed=9, mode="conflict")
+    for i, (e, s) in enumerate(zip(entries, samples, strict=True)):
         img = np.asarray(Image.open(out / e["file"]))
         tag = np.asarray(Image.open(out / e["tag_mask"])) > 0
+        shape = np.asarray(Image.open(out / e["shape_mask"])) > 0
         assert img.shape == (128, 128, 3) and tag.shape == (128, 128) and tag.any()
-        assert set(e) >= {"file", "tag_mask", "shape_class", "tag_class"}
+        assert set(e) >= {"file", "tag_mask", "shape_mask", "shape_class", "tag_class"}
+        assert e["shape_mask"] == f"demo_{i:04d}_shape.png"
         assert e["shape_class"] != e["tag_class"]
+        assert np.array_equal(img, s.image) and np.array_equal(tag, s.tag_mask)
+        assert np.array_equal(shape, s.shape_mask) and not (shape & tag).any()
 
 
 def test_registry_lists_demo_as_ready():
