@@ -385,7 +385,10 @@ class TrustConfig(_Group):
         page="trust",
     )
     faithfulness: bool = _f(
-        False, "deletion/insertion curves and held-out R^2", "bool", page="trust"
+        False,
+        "deletion/insertion curves, held-out R^2, IROF, ROAD, faithfulness correlation, sparseness",
+        "bool",
+        page="trust",
     )
     compare_fills: tuple = _f(
         (), "other fills to compare, e.g. blur,inpaint", "fills", page="trust"

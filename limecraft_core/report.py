@@ -476,6 +476,48 @@ def _checks(ex: Explanation) -> list[_Check]:
                 "good" if fc.agree else "warn",
             )
         )
+    out += _field_checks(ex)
+    return out
+
+
+def _field_checks(ex: Explanation) -> list[_Check]:
+    """The field's metrics (definition, baseline and steps with each) and localisation."""
+    t, out = ex.trust, []
+    for name, m, value in (
+        ("IROF", t.irof, lambda m: f"{m.value:.2f} ({m.per_region:.2f} per region)"),
+        (
+            "ROAD",
+            t.road,
+            lambda m: f"gap {m.value:.3f} (MoRF area {m.morf_area:.3f}, LeRF {m.lerf_area:.3f})",
+        ),
+        ("Faithfulness correlation", t.faithfulness_correlation, lambda m: f"{m.value:.3f}"),
+        ("Sparseness (Gini)", t.sparseness, lambda m: f"{m.value:.3f}"),
+    ):
+        if m is not None:
+            out.append(
+                _Check(
+                    name,
+                    f"{value(m)}. {m.definition[0].upper()}{m.definition[1:]}; baseline "
+                    f"{m.baseline}; {m.steps} steps",
+                    m.reading,
+                    "info",
+                )
+            )
+    loc = t.localisation
+    if loc is not None:
+        out.append(
+            _Check(
+                "Localisation",
+                f"against the expected regions {_ids(ex, loc.regions)}: relevance mass "
+                f"{loc.relevance_mass:.0%}, relevance rank accuracy "
+                f"{loc.relevance_rank_accuracy:.0%}, pointing game "
+                f"{'hit' if loc.pointing_game else 'miss'}",
+                "the top region is expected"
+                if loc.pointing_game
+                else "the top region is not expected",
+                "good" if loc.pointing_game else "bad",
+            )
+        )
     return out
 
 

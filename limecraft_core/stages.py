@@ -548,14 +548,19 @@ def _fills(
     main, sw = scores.main, sample_weights(scores.main, kernel)
     others = _other_fills(cfg)
     weights = [surrogate.coef[0]]
+    seconds: list[float | None] = [None]
     for f in others:
+        start = time.perf_counter()  # the fill made and the whole sample scored under it
         y = _column(
             run(main.masks, scene.fill_tensor(f, cfg.fill.blur_sigma), run.new_cache()), tgt
         )
+        seconds.append(time.perf_counter() - start)
         weights.append(
             fit_ridge(main.masks, y[:, None], sw, alpha=cfg.surrogate.ridge_alpha).coef[0]
         )
-    return _trust.fill_comparison([_fill_name(cfg)] + [str(f) for f in others], np.stack(weights))
+    return _trust.fill_comparison(
+        [_fill_name(cfg)] + [str(f) for f in others], np.stack(weights), seconds
+    )
 
 
 def _fill_name(cfg: ExplainConfig) -> str:

@@ -557,6 +557,8 @@ class FillComparison:
     spearman : (F, F) list of lists, rank agreement between fills
     top5_overlap_with_main : list of float, |top-5 ∩ main top-5| / 5 per fill
     top1 : list of int, the top region per fill
+    seconds : list of float or None, the time to score the sample under each other fill
+        (None for the main fill, scored with the explanation itself)
     """
 
     fills: list[str]
@@ -564,6 +566,7 @@ class FillComparison:
     spearman: list[list[float]]
     top5_overlap_with_main: list[float]
     top1: list[int]
+    seconds: list[float | None] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -574,7 +577,9 @@ class FillComparison:
         return len(set(self.top1)) == 1
 
 
-def fill_comparison(names: Sequence[str], weights: np.ndarray) -> FillComparison:
+def fill_comparison(
+    names: Sequence[str], weights: np.ndarray, seconds: Sequence[float | None] = ()
+) -> FillComparison:
     """Compare explanations of the same masks under several fills (row 0 is the main fill)."""
     fw = np.asarray(weights, np.float64)
     top = [set(np.argsort(-row, kind="stable")[:5].tolist()) for row in fw]
@@ -584,6 +589,7 @@ def fill_comparison(names: Sequence[str], weights: np.ndarray) -> FillComparison
         spearman=rank_agreement(fw),
         top5_overlap_with_main=[len(top[0] & t) / 5 for t in top],
         top1=[int(np.argmax(row)) for row in fw],
+        seconds=list(seconds),
     )
 
 

@@ -30,6 +30,7 @@ class Sample:
     note : str; one line for the gallery: for a demo image, the drawn shape and the tag
     shape, tag : str or None; a demo image's drawn shape and the class its tag names
         (names from ``models.demo.CLASS_NAMES``); None for a photo
+    shape_mask : (H, W) bool ndarray or None; a demo image's drawn shape (without the tag)
     """
 
     name: str
@@ -38,6 +39,7 @@ class Sample:
     note: str
     shape: str | None = None
     tag: str | None = None
+    shape_mask: np.ndarray | None = None
 
 
 def _edge(mask: np.ndarray) -> str:
@@ -65,7 +67,9 @@ def _demo(index: int, mode: str) -> Sample:
         if mode == "conflict"
         else f"A {shape} with {where}: tag and shape agree"
     )
-    return Sample(f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note, shape, tag)
+    return Sample(
+        f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note, shape, tag, s.shape_mask
+    )
 
 
 def sample_names() -> list[str]:

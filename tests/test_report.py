@@ -193,7 +193,9 @@ def test_report_verdicts_of_every_trust_check_and_the_segmentation_that_ran(phot
     trust = text(section(page, "trust"))
     st = res.trust.stability
     assert f"Stability over 3 repeats {st.verdict} {st.reason[0].upper()}{st.reason[1:]}." in trust
-    assert f"{len(st.matter)} regions matter: Kendall's W over them {st.matter_kendall_w:.2f}" in trust
+    assert (
+        f"{len(st.matter)} regions matter: Kendall's W over them {st.matter_kendall_w:.2f}" in trust
+    )
     assert f"Kendall's W over the top-10 {st.kendall_w:.3f}" in trust
     assert ("beats random orders" in trust) or ("does not beat random orders" in trust)
     assert "Surrogate fit " in trust and "Kernel widths" in trust and "Convergence" in trust
@@ -366,3 +368,41 @@ def test_demo_report_says_the_tag_drives_star():
     assert "across 3 repeats" in sentence
     inspection = text(section(page, "inspection"))
     assert "remove region 0 (fill inpaint) (tag)" in inspection and "star" in inspection
+
+
+def test_report_gives_the_field_metrics_with_definitions_and_the_localisation(photo):
+    """Every metric of the field that ran appears with its value, definition, baseline and steps,
+    and the localisation against the expected area with the pointing game's verdict."""
+    mask = np.zeros(photo.shape[:2], bool)
+    mask[: photo.shape[0] // 2] = True
+    res = explain(
+        photo,
+        ChannelMeans(),
+        segmentation="slic",
+        n_segments=10,
+        samples=60,
+        faithfulness=True,
+        expected_mask=mask,
+    )
+    trust = text(section(html_report(image=photo, explanation=res), "trust"))
+    t = res.trust
+    # each row: name, reading (the verdict column), then value and definition
+    assert (
+        f"IROF higher is better {t.irof.value:.2f} ({t.irof.per_region:.2f} per region)." in trust
+    )
+    assert (
+        f"ROAD MoRF area: lower is better; LeRF area: higher is better; gap: higher is better gap {t.road.value:.3f}"
+        in trust
+    )
+    assert "noisy linear imputation" in trust
+    assert (
+        f"Faithfulness correlation higher is better {t.faithfulness_correlation.value:.3f}."
+        in trust
+    )
+    assert f"Sparseness (Gini) {t.sparseness.reading} {t.sparseness.value:.3f}." in trust
+    assert f"baseline mean; {t.irof.steps} steps" in trust
+    loc = t.localisation
+    assert f"relevance mass {loc.relevance_mass:.0%}" in trust
+    assert (
+        "the top region is expected" if loc.pointing_game else "the top region is not expected"
+    ) in trust

@@ -8,7 +8,7 @@ import streamlit as st
 import limecraft_core as lc
 from pages.lib import analysis as A
 from pages.lib import display, state
-from pages.lib.views import explain_controls, results
+from pages.lib.views import explain_controls, localisation_panel, results
 
 STEPS = (
     "**1. Pick the regions** on *Craft regions*: automatic superpixels, regions you draw, "
@@ -107,6 +107,8 @@ if ex is not None and np.array_equal(ex.segments, labels):
     st.divider()
     st.subheader("Results")
     results(s, ex)
+    st.divider()
+    localisation_panel(s, ex, "ex")
     if s.hand:
         st.divider()
         st.subheader("LIME versus LIMEcraft")

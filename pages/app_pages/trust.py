@@ -12,7 +12,7 @@ from limecraft_core import trust as T
 from limecraft_core.config import spec
 from pages.lib import analysis as A
 from pages.lib import charts, config_form, display, state
-from pages.lib.views import VERDICT_TEXT
+from pages.lib.views import VERDICT_TEXT, localisation_panel
 
 TRUST_FIELDS = (
     "repeats",
@@ -26,7 +26,9 @@ TRUST_FIELDS = (
 CHECKS = {
     "repeats": 5,
     "kernel_widths": config_form.WIDTH_CHOICES,
-    "compare_fills": ("blur", "inpaint"),
+    # inpaint fills each sample's hidden regions together; inpaint-each (the old inpaint) fills
+    # each region alone, partly from its hidden neighbours: shown side by side
+    "compare_fills": ("blur", "inpaint", "inpaint-each"),
     "faithfulness": True,
 }
 
@@ -211,18 +213,78 @@ def _faithfulness(ex: lc.Explanation) -> None:
     )
 
 
+def field_metrics_rows(t: T.TrustResults) -> list[dict]:
+    """One row per metric of the field that ran: value, how to read it, definition, baseline,
+    steps (model passes or samples it rests on)."""
+    rows = []
+    for name, m, value in (
+        ("IROF", t.irof, lambda m: f"{m.value:.2f} ({m.per_region:.2f} per region)"),
+        (
+            "ROAD",
+            t.road,
+            lambda m: f"gap {m.value:.3f} (MoRF {m.morf_area:.3f}, LeRF {m.lerf_area:.3f})",
+        ),
+        ("Faithfulness correlation", t.faithfulness_correlation, lambda m: f"{m.value:.3f}"),
+        ("Sparseness (Gini)", t.sparseness, lambda m: f"{m.value:.3f}"),
+    ):
+        if m is not None:
+            rows.append(
+                {
+                    "metric": name,
+                    "value": value(m),
+                    "reading": m.reading,
+                    "definition": m.definition,
+                    "baseline": m.baseline,
+                    "steps": m.steps,
+                }
+            )
+    return rows
+
+
+def _field_metrics(ex: lc.Explanation) -> None:
+    rows = field_metrics_rows(ex.trust)
+    if not rows:
+        return
+    st.markdown("#### The field's faithfulness metrics")
+    st.caption(
+        "At region level, as in Quantus (tests/test_quantus.py checks the agreement). IROF "
+        "reuses the deletion curve and faithfulness correlation the held-out sample: no extra "
+        "model pass; ROAD imputes and scores its own images."
+    )
+    st.table(pd.DataFrame(rows).set_index("metric"))
+    road = ex.trust.road
+    if road is not None and road.fractions:
+        df = pd.DataFrame(
+            {
+                "share of regions removed": road.fractions * 2,
+                "model output": road.morf + road.lerf,
+                "order": ["MoRF (most relevant first)"] * len(road.morf)
+                + ["LeRF (least relevant first)"] * len(road.lerf),
+            }
+        )
+        st.altair_chart(
+            alt.Chart(df)
+            .mark_line(point=True)
+            .encode(x="share of regions removed:Q", y="model output:Q", color="order:N")
+            .properties(height=220, title="ROAD: removal by noisy linear imputation"),
+            width="stretch",
+        )
+
+
 def _fills(s: state.AppState, ex: lc.Explanation) -> None:
     f = ex.trust.fills
     st.markdown("#### Does the conclusion depend on the fill?")
     cols = st.columns(len(f.fills))
-    for col, name, w, overlap, rho in zip(
-        cols, f.fills, f.weights, f.top5_overlap_with_main, f.spearman[0], strict=True
+    secs = f.seconds or [None] * len(f.fills)
+    for col, name, w, overlap, rho, sec in zip(
+        cols, f.fills, f.weights, f.top5_overlap_with_main, f.spearman[0], secs, strict=True
     ):
         with col:
+            took = f", scored in {sec:.1f} s" if sec is not None else " (the explanation's fill)"
             st.image(
                 display.to_display(lc.top_regions(s.image, ex.segments, np.array(w), k=3), 260),
                 caption=f"{name}: top region {int(np.argmax(w))}, rank agreement {rho:.2f}, "
-                f"top-5 overlap {overlap:.0%}",
+                f"top-5 overlap {overlap:.0%}{took}",
             )
     same = f.agree
     (st.success if same else st.warning)(
@@ -244,7 +306,9 @@ reg = state.regions(s)
 settings = trust_controls(s)
 if st.button("Check the explanation", type="primary", key="trust_run"):
     try:
-        s.trust_explanation = state.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
+        s.trust_explanation = A.with_expected(
+            s, state.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
+        )
     except (lc.LimecraftError, lc.ModelError) as e:
         display.error(f"The check failed: {e}")
 if st.session_state.get("cancel-Checking"):
@@ -268,5 +332,9 @@ with left:
 with right:
     if ex.trust.kernel_sweep is not None:
         _kernels(ex)
+if ex.trust.irof is not None:
+    _field_metrics(ex)
 if ex.trust.fills is not None:
     _fills(s, ex)
+st.divider()
+localisation_panel(s, ex, "tr")

@@ -91,6 +91,7 @@ class HandRegion:
     inner: int = 1  # 1: one feature; N > 1: segmented inside into about N pieces
     colour: str = "red"  # a key of REGION_COLOURS
     uid: str = field(default_factory=_uid)
+    expected: bool = False  # the analyst expects the model to rely on it (localisation)
 
 
 class Merge(NamedTuple):
@@ -311,6 +312,24 @@ def update_region(a: Analysis, uid: str, name: str, inner: int) -> None:
             _regions_changed(a)
 
 
+def expected_mask(a: Analysis) -> np.ndarray | None:
+    """The union of the handcrafted regions marked as expected, or None when none is."""
+    marked = [h.mask for h in a.hand if h.expected]
+    return np.logical_or.reduce(marked) if marked else None
+
+
+def set_expected(a: Analysis, uids: set[str] | frozenset[str]) -> None:
+    """Mark exactly these handcrafted regions as expected; the results' localisation follows
+    (no model pass: it reads the weights)."""
+    for h in a.hand:
+        h.expected = h.uid in uids
+    mask = expected_mask(a)
+    for name in ("explanation", "trust_explanation", "edited_explanation"):
+        ex = getattr(a, name)
+        if ex is not None and ex.segments.shape == a.image.shape[:2]:
+            setattr(a, name, ex.with_localisation(mask))
+
+
 def delete_region(a: Analysis, uid: str) -> None:
     a.hand = [h for h in a.hand if h.uid != uid]
     a.merges = []
@@ -408,11 +427,16 @@ def model_ref(a: Analysis) -> ModelRef:
 
 
 def set_explanation(a: Analysis, ex: lc.Explanation, config: lc.ExplainConfig) -> None:
-    a.config, a.explanation, a.explanation_auto = config, ex, None
+    a.config, a.explanation, a.explanation_auto = config, with_expected(a, ex), None
+
+
+def with_expected(a: Analysis, ex: lc.Explanation) -> lc.Explanation:
+    """``ex`` with its localisation against the regions marked as expected (none: removed)."""
+    return ex.with_localisation(expected_mask(a))
 
 
 def set_edited(a: Analysis, image: np.ndarray, ex: lc.Explanation) -> None:
-    a.edited_image, a.edited_explanation = image.copy(), ex
+    a.edited_image, a.edited_explanation = image.copy(), with_expected(a, ex)
 
 
 def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
@@ -528,6 +552,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
                 "inner": h.inner,
                 "colour": h.colour,
                 "uid": h.uid,
+                "expected": h.expected,
                 "mask": _npz(h.mask),
             }
             for h in a.hand
@@ -590,6 +615,12 @@ def _text(v: Any, what: str, most: int = MAX_NAME) -> str:
 def _int(v: Any, what: str, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
         raise _fail(f"{what} must be an integer in [{lo}, {hi}], got {v!r}")
+    return v
+
+
+def _bool(v: Any, what: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(f"{what} must be true or false, got {v!r}")
     return v
 
 
@@ -683,6 +714,7 @@ def _hand(d: Any, shape: tuple[int, int], i: int) -> HandRegion:
         inner=_int(d.get("inner"), f"regions[{i}] inner", int(lim.lo), int(lim.app[1])),
         colour=colour,
         uid=uid,
+        expected=_bool(d.get("expected", False), f"regions[{i}] expected"),
     )
 
 

@@ -87,7 +87,8 @@ def verdict_badge(ex: lc.Explanation) -> str:
     if st_ is None:
         return ":gray-badge[stability not checked] (set Repeats to 2 or more)"
     if st_.reason:  # "stable: the 1 region that matters is first in all 5 repeats; ..."
-        return f"{VERDICT_TEXT[st_.verdict]} {display.md(st_.reason.split(': ', 1)[-1])}"
+        why = st_.reason.split(": ", 1)[-1]
+        return f"{VERDICT_TEXT[st_.verdict]} over {st_.repeats} repeats: {display.md(why)}"
     return (  # an explanation saved before the verdict judged the regions that matter
         f"{VERDICT_TEXT[st_.verdict]} over {st_.repeats} repeats "
         f"(Kendall's W {st_.kendall_w:.2f}, top-5 overlap {st_.jaccard_top5:.2f})"
@@ -216,3 +217,76 @@ def _colorbar(hm: lc.Heatmap) -> None:
 def _restored_image(ex: lc.Explanation) -> np.ndarray:
     """A restored explanation without its image: show its regions on gray."""
     return lc.region_map(np.full((*ex.segments.shape, 3), 200, np.uint8), ex.segments)
+
+
+# ----------------------------------------------------------------------------- localisation
+
+
+def localisation_panel(s: Any, ex: lc.Explanation, key: str) -> None:
+    """ "Does the model look where you look?": mark handcrafted regions as expected and read
+    relevance mass, relevance rank accuracy and the pointing game (no model pass)."""
+    from pages.lib import analysis as A
+
+    st.markdown("#### Does the model look where you look?")
+    if not s.hand:
+        st.caption(
+            "Draw the region you expect the model to rely on (for example the object) on the "
+            "Craft page, then mark it here as expected: LIMEcraft says how much of the "
+            "explanation falls inside it."
+        )
+        return
+    names = {h.uid: f"{h.name} ({i})" for i, h in enumerate(s.hand)}
+    chosen = st.multiselect(
+        "Expected regions",
+        list(names),
+        default=[h.uid for h in s.hand if h.expected],
+        format_func=names.get,
+        key=f"{key}_expected_{'-'.join(sorted(h.uid for h in s.hand if h.expected))}",
+        help="The handcrafted regions you expect the model to rely on. Relevance mass, rank "
+        "accuracy and the pointing game read the weights: no model pass.",
+    )
+    if set(chosen) != {h.uid for h in s.hand if h.expected}:
+        A.set_expected(s, set(chosen))
+        st.rerun()
+    loc = ex.trust.localisation
+    if not chosen or loc is None:
+        st.caption("Mark one or more handcrafted regions as expected to measure this.")
+        return
+    a, b, c = display.columns([1, 1, 1])
+    a.metric(
+        "Relevance mass",
+        f"{loc.relevance_mass:.0%}",
+        help="Share of the positive weight on the expected regions (Arras et al.). Higher is "
+        "better.",
+    )
+    b.metric(
+        "Rank accuracy",
+        f"{loc.relevance_rank_accuracy:.0%}",
+        help=f"Of the top {loc.expected} regions by weight, the share that is expected. Higher is "
+        "better.",
+    )
+    c.metric(
+        "Pointing game",
+        "hit" if loc.pointing_game else "miss",
+        help="Is the region with the largest weight expected? (Zhang et al.)",
+    )
+    top = int(np.argmax(ex.weights))
+    top_name = charts.region_label(top, ex.region_names[top])
+    if loc.pointing_game:
+        (st.success if loc.relevance_mass >= 0.5 else st.info)(
+            f"The model's top region, {top_name}, is one you expected; "
+            f"{loc.relevance_mass:.0%} of the positive weight is inside the expected regions.",
+            icon=":material/my_location:",
+        )
+    else:
+        st.warning(
+            f"The model's top region, {top_name}, is not one you expected: only "
+            f"{loc.relevance_mass:.0%} of the positive weight is inside the expected regions. "
+            "It may rely on something else, a shortcut for instance: inspect that region.",
+            icon=":material/warning:",
+        )
+    if loc.mask_coverage is not None and loc.mask_coverage < 0.9:
+        st.caption(
+            f"The expected regions cover {loc.mask_coverage:.0%} of the area you marked "
+            "(a region counts when at least half of it is inside)."
+        )
