@@ -104,7 +104,22 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
-class Irof:
+class _Metric:
+    """What every metric's result says of itself: a one-line ``definition``, its ``baseline``
+    (what a removed region shows), its ``steps`` (model passes or samples it rests on) and how
+    to read it (``reading``, e.g. "higher is better")."""
+
+    definition: str
+    baseline: str
+    steps: int
+    reading: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Irof(_Metric):
     """IROF over the engine's deletion curve.
 
     Attributes
@@ -120,10 +135,6 @@ class Irof:
     value: float
     per_region: float
     curve: list[float]
-    definition: str
-    baseline: str
-    steps: int
-    reading: str
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -333,7 +344,7 @@ def road_images(
 
 
 @dataclass(frozen=True)
-class Road:
+class Road(_Metric):
     """ROAD: class score as regions are removed by noisy linear imputation.
 
     Attributes
@@ -352,10 +363,6 @@ class Road:
     morf_area: float
     lerf_area: float
     value: float
-    definition: str
-    baseline: str
-    steps: int
-    reading: str
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -442,7 +449,7 @@ def random_subsets(
 
 
 @dataclass(frozen=True)
-class FaithfulnessCorrelation:
+class FaithfulnessCorrelation(_Metric):
     """Faithfulness correlation (Bhatt et al. 2020).
 
     Attributes
@@ -456,10 +463,6 @@ class FaithfulnessCorrelation:
 
     value: float
     mean_hidden: float
-    definition: str
-    baseline: str
-    steps: int
-    reading: str
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -514,7 +517,7 @@ def faithfulness_correlation(
 
 
 @dataclass(frozen=True)
-class Sparseness:
+class Sparseness(_Metric):
     """Gini index of |weights| over regions.
 
     Attributes
@@ -525,10 +528,6 @@ class Sparseness:
     """
 
     value: float
-    definition: str
-    baseline: str
-    steps: int
-    reading: str
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -582,7 +581,7 @@ def expected_regions(labels: np.ndarray, mask: np.ndarray, min_share: float = 0.
 
 
 @dataclass(frozen=True)
-class Localisation:
+class Localisation(_Metric):
     """How much of the explanation falls on the regions the analyst expects.
 
     Attributes
@@ -611,10 +610,6 @@ class Localisation:
     positive_mass: float
     mask_coverage: float | None
     region_purity: float | None
-    definition: str
-    baseline: str
-    steps: int
-    reading: str
     regions: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict:

@@ -25,7 +25,7 @@ from PIL import Image
 from . import render
 from ._validate import LimecraftError
 from .result import Explanation
-from .trust import fidelity
+from .trust import fidelity, field_metric_rows
 
 __all__ = ["PredictionChange", "ReportEdit", "html_report", "regions_csv"]
 
@@ -482,27 +482,17 @@ def _checks(ex: Explanation) -> list[_Check]:
 
 def _field_checks(ex: Explanation) -> list[_Check]:
     """The field's metrics (definition, baseline and steps with each) and localisation."""
-    t, out = ex.trust, []
-    for name, m, value in (
-        ("IROF", t.irof, lambda m: f"{m.value:.2f} ({m.per_region:.2f} per region)"),
-        (
-            "ROAD",
-            t.road,
-            lambda m: f"gap {m.value:.3f} (MoRF area {m.morf_area:.3f}, LeRF {m.lerf_area:.3f})",
-        ),
-        ("Faithfulness correlation", t.faithfulness_correlation, lambda m: f"{m.value:.3f}"),
-        ("Sparseness (Gini)", t.sparseness, lambda m: f"{m.value:.3f}"),
-    ):
-        if m is not None:
-            out.append(
-                _Check(
-                    name,
-                    f"{value(m)}. {m.definition[0].upper()}{m.definition[1:]}; baseline "
-                    f"{m.baseline}; {m.steps} steps",
-                    m.reading,
-                    "info",
-                )
-            )
+    t = ex.trust
+    out = [
+        _Check(
+            r.name,
+            f"{r.value}. {r.definition[0].upper()}{r.definition[1:]}; baseline {r.baseline}; "
+            f"{r.steps} steps",
+            r.reading,
+            "info",
+        )
+        for r in field_metric_rows(t)
+    ]
     loc = t.localisation
     if loc is not None:
         out.append(

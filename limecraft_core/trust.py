@@ -50,12 +50,14 @@ __all__ = [
     "Faithfulness",
     "FillComparison",
     "KernelSweep",
+    "MetricRow",
     "Stability",
     "TrustResults",
     "auc",
     "convergence",
     "deletion_insertion_masks",
     "fidelity",
+    "field_metric_rows",
     "jaccard_top",
     "kendall_w",
     "kernel_sweep",
@@ -736,3 +738,35 @@ class TrustResults:
                 raise LimecraftError(f"unknown stability verdict {obj.verdict!r}")
             out[key] = obj
         return cls(**out)
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One of the field's metrics as a reader sees it (the Trust page's table, the report)."""
+
+    name: str
+    value: str
+    reading: str
+    definition: str
+    baseline: str
+    steps: int
+
+
+def field_metric_rows(t: TrustResults) -> list[MetricRow]:
+    """The field's metrics that ran, each with its value in words, how to read it, its
+    definition, baseline and steps (model passes or samples it rests on)."""
+    shown = (
+        ("IROF", t.irof, lambda m: f"{m.value:.2f} ({m.per_region:.2f} per region)"),
+        (
+            "ROAD",
+            t.road,
+            lambda m: f"gap {m.value:.3f} (MoRF area {m.morf_area:.3f}, LeRF {m.lerf_area:.3f})",
+        ),
+        ("Faithfulness correlation", t.faithfulness_correlation, lambda m: f"{m.value:.3f}"),
+        ("Sparseness (Gini)", t.sparseness, lambda m: f"{m.value:.3f}"),
+    )
+    return [
+        MetricRow(name, value(m), m.reading, m.definition, m.baseline, m.steps)
+        for name, m, value in shown
+        if m is not None
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -213,36 +215,8 @@ def _faithfulness(ex: lc.Explanation) -> None:
     )
 
 
-def field_metrics_rows(t: T.TrustResults) -> list[dict]:
-    """One row per metric of the field that ran: value, how to read it, definition, baseline,
-    steps (model passes or samples it rests on)."""
-    rows = []
-    for name, m, value in (
-        ("IROF", t.irof, lambda m: f"{m.value:.2f} ({m.per_region:.2f} per region)"),
-        (
-            "ROAD",
-            t.road,
-            lambda m: f"gap {m.value:.3f} (MoRF {m.morf_area:.3f}, LeRF {m.lerf_area:.3f})",
-        ),
-        ("Faithfulness correlation", t.faithfulness_correlation, lambda m: f"{m.value:.3f}"),
-        ("Sparseness (Gini)", t.sparseness, lambda m: f"{m.value:.3f}"),
-    ):
-        if m is not None:
-            rows.append(
-                {
-                    "metric": name,
-                    "value": value(m),
-                    "reading": m.reading,
-                    "definition": m.definition,
-                    "baseline": m.baseline,
-                    "steps": m.steps,
-                }
-            )
-    return rows
-
-
 def _field_metrics(ex: lc.Explanation) -> None:
-    rows = field_metrics_rows(ex.trust)
+    rows = [dataclasses.asdict(r) for r in T.field_metric_rows(ex.trust)]
     if not rows:
         return
     st.markdown("#### The field's faithfulness metrics")
