@@ -209,7 +209,42 @@ def test_trust_page_runs_the_checks(at):
     assert ex is not None and ex.config.trust.repeats == 3
     t = ex.trust
     assert None not in (t.stability, t.convergence, t.kernel_sweep, t.faithfulness, t.fills)
+    assert None not in (t.irof, t.road, t.faithfulness_correlation, t.sparseness)
     assert any("over 3 repeats" in m.value for m in at.markdown)
+    # the verdict's sentence, the sign consistency and the field's metrics are on the page
+    assert any(m.value.startswith(t.stability.reason[0].upper()) for m in at.markdown)
+    assert any(m.value.startswith("**Sign consistency**") for m in at.markdown)
+    table = at.table[0].value
+    assert list(table.index) == ["IROF", "ROAD", "Faithfulness correlation", "Sparseness (Gini)"]
+    assert t.fills.fills[1:] == ["blur", "inpaint", "inpaint-each"]
+
+
+def test_expected_regions_measure_where_the_model_looks_and_are_saved(at):
+    """Mark the tag as expected on Explain: the pointing game hits (the demo model reads the
+    tag); unmark it: the measure goes; the mark is saved with the analysis."""
+    from pages.lib import analysis as A
+
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.switch_page("pages/app_pages/explain.py").run()
+    button(at, "Explain").click().run()
+    assert not at.exception
+    box = widget(at.multiselect, "Expected regions")
+    uid = state(at).hand[0].uid
+    box.set_value([uid]).run()
+    assert not at.exception
+    s = state(at)
+    loc = s.explanation.trust.localisation
+    assert s.hand[0].expected and loc is not None and loc.pointing_game and loc.regions == [0]
+    shown = {m.label: m.value for m in at.metric}
+    assert (
+        shown["Pointing game"] == "hit" and shown["Relevance mass"] == f"{loc.relevance_mass:.0%}"
+    )
+    back = A.from_json(A.to_json(s))
+    assert back.hand[0].expected and back.explanation.trust.localisation == loc
+    widget(at.multiselect, "Expected regions").set_value([]).run()
+    assert state(at).explanation.trust.localisation is None
+    assert not any(m.label == "Pointing game" for m in at.metric)
 
 
 def test_every_result_shows_a_stability_verdict(at):

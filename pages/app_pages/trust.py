@@ -225,7 +225,7 @@ def _field_metrics(ex: lc.Explanation) -> None:
         "reuses the deletion curve and faithfulness correlation the held-out sample: no extra "
         "model pass; ROAD imputes and scores its own images."
     )
-    st.table(pd.DataFrame(rows).set_index("metric"))
+    st.table(pd.DataFrame(rows).rename(columns={"name": "metric"}).set_index("metric"))
     road = ex.trust.road
     if road is not None and road.fractions:
         df = pd.DataFrame(
