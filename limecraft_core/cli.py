@@ -352,8 +352,11 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
         unsure = st.inconsistent_sign
         if unsure:
             print(
-                f"sign entropy: {len(unsure)} regions change sign across repeats: "
-                + ", ".join(f"{i}={st.sign_entropy[i]:.2f}" for i in unsure[:10])
+                f"sign entropy (bits) of the {len(unsure)} regions that change sign across "
+                "repeats: "
+                + "; ".join(
+                    f"{region_label(result, i)}={st.sign_entropy[i]:.2f}" for i in unsure[:10]
+                )
                 + (" …" if len(unsure) > 10 else "")
             )
     if t.convergence is not None:
@@ -380,6 +383,19 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
             f"random deletion AUC={f.random_deletion_auc:.3f}; insertion AUC={f.insertion_auc:.3f}; "
             f"random insertion AUC={f.random_insertion_auc:.3f}; "
             f"held-out R^2={_num(f.heldout_r2, '.3f')}"
+        )
+    if t.irof is not None:  # the field's metrics (definitions in explanation.json)
+        print(
+            f"field metrics: IROF={t.irof.value:.2f}; IROF per region={t.irof.per_region:.3f}; "
+            f"ROAD gap={t.road.value:.3f}; ROAD MoRF area={t.road.morf_area:.3f}; "
+            f"ROAD LeRF area={t.road.lerf_area:.3f}; "
+            f"faithfulness correlation={t.faithfulness_correlation.value:.3f}; "
+            f"sparseness={t.sparseness.value:.3f}"
+        )
+        print(
+            "reading: higher is better for IROF and the ROAD gap and LeRF area and the "
+            "faithfulness correlation; lower is better for the ROAD MoRF area; higher sparseness "
+            "means fewer regions carry the weight"
         )
     if t.localisation is not None:
         _print_localisation(result, t.localisation, expected_mask)

@@ -221,15 +221,14 @@ def explain_verdict(
         if m == 1:
             return f"stable: {_say_regions(1)} is first in {runs}{rest}"
         return (
-            f"stable: {_say_regions(m)} keep their order (W {w:.2f}), top set and sign in "
-            f"{runs}{rest}"
+            f"stable: {_say_regions(m)} keep their order (W {w:.2f}) and their top set and "
+            f"sign in {runs}{rest}"
         )
     why = []
     if flipped:
-        ids = ", ".join(str(i) for i in list(flipped)[:3]) + (" …" if len(flipped) > 3 else "")
-        why.append(
-            f"region{'s' if len(flipped) > 1 else ''} {ids} change{'' if len(flipped) > 1 else 's'} sign"
-        )
+        more = len(flipped) - 1
+        others_ = f" and {more} other{'s' if more > 1 else ''}" if more else ""
+        why.append(f"region {flipped[0]}{others_} change{'s' if not more else ''} sign")
     if m > 1 and w < STABLE_W:
         why.append(f"{_say_regions(m)} change order (W {w:.2f})")
     if jaccard < STABLE_JACCARD:

@@ -200,13 +200,16 @@ def test_summary_lines_are_unambiguous(files, capsys):
         "overlay.png",
     ]
     heads = {line.split(":")[0] for line in lines if not line.startswith(" ")}
-    assert {"stability", "convergence", "kernel sweep R^2", "faithfulness"} <= heads
+    assert {"stability", "convergence", "kernel sweep R^2", "faithfulness", "verdict"} <= heads
+    assert {"field metrics", "reading"} <= heads
     for line in lines:
         if line in wrote:
             continue
         assert "," not in line, line  # ";" between entries, never a comma inside one
         head, _, body = line.partition(": ")
-        if head in {"stability", "faithfulness", "kernel sweep R^2"} or head.startswith("target"):
+        if head in {"stability", "faithfulness", "kernel sweep R^2", "field metrics"} or (
+            head.startswith("target")
+        ):
             entries = line.split("; ") if head.startswith("target") else body.split("; ")
             assert all(e.count("=") == 1 for e in entries), line
     fills = [line for line in lines if line.startswith("  ") and "Spearman=" in line]
