@@ -79,3 +79,66 @@ def test_load_script_serves_concurrent_sessions_without_errors(tmp_path):
     assert row["p50_s"] > 0 and row["forward_calls"] > 0
     # two sessions explaining at once shared forward passes through the one queue
     assert row["shared_forward_calls"] >= 1
+
+
+def _run_quick(script: str, out: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def test_trust_bench_reports_samples_to_stable_per_scheme(tmp_path):
+    out = tmp_path / "trust.json"
+    proc = _run_quick("bench_trust.py", out)
+    res = json.loads(out.read_text())
+    schemes = ["bernoulli", "stratified", "antithetic", "glime"]
+    assert res["schemes_measured"] == schemes
+    for model in ("demo", "resnet18"):
+        block = res["needed"][model]
+        assert list(block["schemes"]) == schemes
+        sizes = block["sizes"]
+        for v in block["schemes"].values():
+            assert v["images"] == len(v["rows"]) >= 1
+            assert v["never"] == sum(r["needed"] is None for r in v["rows"])
+            for r in v["rows"]:
+                assert len(r["verdicts"]) == len(sizes)
+                # needed is the first size from which every verdict is "stable"
+                if r["needed"] is None:
+                    assert r["verdicts"][-1] != "stable"
+                else:
+                    i = sizes.index(r["needed"])
+                    assert set(r["verdicts"][i:]) == {"stable"}
+                    assert i == 0 or r["verdicts"][i - 1] != "stable"
+    assert res["cost"]["kernel_sweep_s"] > 0
+    for scheme in schemes:
+        assert f"| {scheme} |" in proc.stdout
+
+
+def test_metrics_bench_counts_each_metrics_extra_passes(tmp_path):
+    from limecraft_core.metrics import road_counts
+
+    out = tmp_path / "metrics.json"
+    proc = _run_quick("bench_metrics.py", out)
+    res = json.loads(out.read_text())
+    assert len(res["cases"]) == 2
+    for case in res["cases"]:
+        rows = case["rows"]
+        assert list(rows) == res["rows"]
+        k = case["n_regions"]
+        s = len(road_counts(k))
+        assert rows["ROAD"]["passes"] == rows["ROAD"]["formula"] == 2 * s
+        for name in ("IROF", "faithfulness correlation", "sparseness", "localisation"):
+            assert rows[name]["passes"] == 0 and rows[name]["seconds"] > 0
+        # dedup can only save passes against the formula
+        assert 0 < rows["deletion/insertion curves"]["passes"] <= 8 * (k + 1)
+        assert 0 < rows["held-out sample (held-out R², FC)"]["passes"] <= case["samples"]
+        # the per-stage counts add up to what the engine itself reports
+        assert case["sum_of_rows"] == case["passes_on_minus_off"] > 0
+    for name in res["rows"]:
+        assert f"| {name} |" in proc.stdout
