@@ -476,39 +476,26 @@ def _checks(ex: Explanation) -> list[_Check]:
                 "good" if fc.agree else "warn",
             )
         )
-    out += _field_checks(ex)
+    out += _localisation_check(ex)
     return out
 
 
-def _field_checks(ex: Explanation) -> list[_Check]:
-    """The field's metrics (definition, baseline and steps with each) and localisation."""
-    t = ex.trust
-    out = [
+def _localisation_check(ex: Explanation) -> list[_Check]:
+    """The localisation against the expected regions, when they were marked."""
+    loc = ex.trust.localisation
+    if loc is None:
+        return []
+    return [
         _Check(
-            r.name,
-            f"{r.value}. {r.definition[0].upper()}{r.definition[1:]}; baseline {r.baseline}; "
-            f"{r.steps} steps",
-            r.reading,
-            "info",
+            "Localisation",
+            f"against the expected regions {_ids(ex, loc.regions)}: relevance mass "
+            f"{loc.relevance_mass:.0%}, relevance rank accuracy "
+            f"{loc.relevance_rank_accuracy:.0%}, pointing game "
+            f"{'hit' if loc.pointing_game else 'miss'}",
+            "the top region is expected" if loc.pointing_game else "the top region is not expected",
+            "good" if loc.pointing_game else "bad",
         )
-        for r in field_metric_rows(t)
     ]
-    loc = t.localisation
-    if loc is not None:
-        out.append(
-            _Check(
-                "Localisation",
-                f"against the expected regions {_ids(ex, loc.regions)}: relevance mass "
-                f"{loc.relevance_mass:.0%}, relevance rank accuracy "
-                f"{loc.relevance_rank_accuracy:.0%}, pointing game "
-                f"{'hit' if loc.pointing_game else 'miss'}",
-                "the top region is expected"
-                if loc.pointing_game
-                else "the top region is not expected",
-                "good" if loc.pointing_game else "bad",
-            )
-        )
-    return out
 
 
 def _regions(ex: Explanation) -> list[_Region]:
@@ -671,6 +658,7 @@ def html_report(
             notes=list(notes),
             figures=_given_figures(pictures) if pictures else _figures(image, ex),
             checks=_checks(ex),
+            metrics=field_metric_rows(ex.trust),
             edits=_edits(edits),
             top_regions=regions[:TOP_REGIONS],
             regions=regions,
