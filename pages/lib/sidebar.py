@@ -114,11 +114,11 @@ def _model_upload(s: Analysis) -> None:
     arch = None if arch in (None, ARCH_AUTO) else arch
     norm = st.session_state.get("model_normalize") or "none"
     suffix = os.path.splitext(up.name)[1].lower()
-    if suffix not in (".pt2", ".pt", ".pth") or (suffix == ".pth" and arch is None):
+    if suffix not in (".onnx", ".pt2", ".pt", ".pth") or (suffix == ".pth" and arch is None):
         st.session_state["model_note"] = (
             "error",
-            "A model file must be a .pt2 (torch.export) or TorchScript .pt file, or a state_dict "
-            "(.pt or .pth) with its architecture chosen below.",
+            "A model file must be an .onnx file, a .pt2 (torch.export) or TorchScript .pt file, "
+            "or a state_dict (.pt or .pth) with its architecture chosen below.",
         )
         return
     data = up.getvalue()
@@ -171,6 +171,34 @@ def _model_upload(s: Analysis) -> None:
         "warning" if warn else "success",
         f"Now using **{md(up.name)}** ({n} classes).{md(warn)}",
     )
+
+
+HUB_PREFIXES = ("timm:", "hf:")
+
+
+def _model_by_name(s: Analysis) -> None:
+    """A timm model by name or a Hugging Face classifier (repo id or local folder)."""
+    spec = (st.session_state.get("model_by_name") or "").strip()
+    st.session_state["model_note"] = None
+    if not spec.startswith(HUB_PREFIXES):
+        st.session_state["model_note"] = (
+            "error",
+            "Give a timm model as `timm:<name>` (e.g. `timm:resnet18`) or a Hugging Face image "
+            "classifier as `hf:<repo id or folder>`.",
+        )
+        return
+    try:
+        clf = registry.load_classifier(spec)
+        size = clf.input_size or (224, 224)
+        probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
+    except (lc.LimecraftError, lc.ModelError) as e:
+        st.session_state["model_note"] = ("error", f"That model was not used: {md(str(e))}")
+        return
+    A.set_model(s, spec, None)
+    st.session_state["model_pick"] = spec
+    s.message = None
+    n = int(np.asarray(probs).shape[-1])
+    st.session_state["model_note"] = ("success", f"Now using **{md(spec)}** ({n} classes).")
 
 
 def model_facts(s: Analysis) -> str | None:
@@ -270,8 +298,8 @@ def sidebar(s: Analysis) -> None:
         # new element, and the browser would drop the files already picked inside it.
         with st.expander("Upload your own model"):
             st.file_uploader(
-                "Model file (.pt2, TorchScript .pt, or a state_dict)",
-                type=["pt2", "pt", "pth"],
+                "Model file (.onnx, .pt2, TorchScript .pt, or a state_dict)",
+                type=["onnx", "pt2", "pt", "pth"],
                 key="model_upload",
             )
             st.file_uploader("Labels (one class name per line)", type=["txt"], key="labels_upload")
@@ -290,6 +318,15 @@ def sidebar(s: Analysis) -> None:
                 "mean and standard deviation subtracted (torchvision's models do)",
             )
             st.button("Use this model", key="use_model", on_click=_model_upload, args=(s,))
+            st.text_input(
+                "…or a timm or Hugging Face model",
+                key="model_by_name",
+                placeholder="timm:resnet18 or hf:<repo id or folder>",
+                help="timm models by name, Hugging Face image classifiers by repo id or a "
+                "folder written by save_pretrained (safetensors only; no remote code). Weights "
+                "are downloaded when the machine is online.",
+            )
+            st.button("Use this name", key="use_model_name", on_click=_model_by_name, args=(s,))
             if note is not None:
                 {"error": error, "warning": st.warning, "success": st.success}[note[0]](note[1])
         facts = model_facts(s)
