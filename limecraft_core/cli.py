@@ -103,12 +103,29 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--model",
         default="demo",
-        help="registry name, or a .pt2 / TorchScript .pt file (default: demo)",
+        help="registry name, or a .pt2 / TorchScript .pt / .onnx file (default: demo); an .onnx "
+        "file runs on onnxruntime in fp32, with its layout, size and labels read from the graph",
     )
     e.add_argument("--arch", help="torchvision architecture of a state_dict given as --model")
     e.add_argument("--labels", help="text file with one class name per line")
     e.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
     e.add_argument("--normalize", choices=["imagenet", "none"])
+    e.add_argument(
+        "--input-range",
+        choices=["0-1", "0-255"],
+        help=".onnx only: the pixel range the graph takes (default: 0-1)",
+    )
+    e.add_argument(
+        "--onnx-outputs",
+        choices=["auto", "logits", "probabilities"],
+        help=".onnx only: what the graph returns (default: auto, read from the graph); a "
+        "probability graph is explained as log p, so --output-space raw means log-probabilities",
+    )
+    e.add_argument(
+        "--input-layout",
+        choices=["auto", "NCHW", "NHWC"],
+        help=".onnx only: the input's layout (default: auto, read from the graph)",
+    )
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
     e.add_argument(
@@ -140,6 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in (e, d):
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
+
+
+def _onnx_inputs(model: Any) -> dict[str, Any]:
+    """What an ONNX model was run with (its options resolved), for explanation.json."""
+    module = getattr(model, "model", None)
+    if not hasattr(module, "input_range") or not hasattr(module, "outputs"):
+        return {}
+    return {
+        "input_range": module.input_range,
+        "onnx_outputs": module.outputs,
+        "input_layout": module.graph.layout,
+        "model_description": module.description,
+    }
 
 
 def _out_dir(path: str) -> Path:
@@ -207,6 +237,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
         precision=config.speed.precision,
         arch=a.arch,
         channels_last=config.speed.channels_last,
+        input_range=a.input_range,
+        outputs=a.onnx_outputs,
+        layout=a.input_layout,
     )
     result = explain(
         image,
@@ -224,6 +257,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         "model": a.model,
         "labels": a.labels,
         "arch": a.arch,
+        **_onnx_inputs(model),
         "segments_file": a.segments_file,
         "regions_mask": a.regions_mask,
         "expected_mask": a.expected_mask,

@@ -1,8 +1,9 @@
 """The model registry that the engine, the CLI and the app all use.
 
 A *name* is ``demo`` (LIMEcraft's offline demo model) or a torchvision zoo name (``resnet50``,
-...). A *path* is a model file (``.pt2``, TorchScript, or a state_dict with ``arch``). Loaded
-models are cached per process and shared: inference on them is thread-safe.
+...). A *path* is a model file (``.pt2``, TorchScript, a state_dict with ``arch``, or ``.onnx``
+run by onnxruntime, see :mod:`models.onnx_model`). Loaded models are cached per process (per
+path and options) and shared: inference on them is thread-safe.
 
 Everything here runs locally; whether a model runs on a Ray Serve cluster instead is decided
 above, in :func:`serving.load_scorer` (``models`` never imports ``serving``).
@@ -59,7 +60,7 @@ class ModelInfo:
     Attributes
     ----------
     name : str
-    kind : {"demo", "zoo"}
+    kind : {"demo", "zoo", "onnx"}
     input_size : int
     num_classes : int
     normalize : {"none", "imagenet"}
@@ -128,15 +129,39 @@ def list_models() -> list[ModelInfo]:
     return [_demo_info()] + [_zoo_info(n) for n in zoo.ZOO]
 
 
+def _onnx_info(path: str) -> ModelInfo:
+    """What an ONNX file's graph says (read without a session; LimecraftError if unusable)."""
+    from .onnx_model import inspect_onnx
+
+    g = inspect_onnx(path)
+    size = f"{g.input_size[0]}x{g.input_size[1]}" if g.input_size else "any size"
+    batch = "dynamic batch" if g.batch is None else f"fixed batch {g.batch}, batches are split"
+    outs = {"softmax": ", softmax outputs", "log_softmax": ", log-softmax outputs"}
+    return ModelInfo(
+        name=Path(path).name,
+        kind="onnx",
+        input_size=g.input_size[0] if g.input_size else 224,
+        num_classes=g.num_classes or 0,
+        normalize="none",
+        ready=True,
+        reason="",
+        description=f"ONNX opset {g.opset}, {g.layout}, {size}, {batch}"
+        + outs.get(g.softmax_output, "")
+        + (", labels in metadata" if g.labels else ""),
+    )
+
+
 def model_info(name: str) -> ModelInfo:
-    """Information on one registered name."""
+    """Information on one registered name, or on an ``.onnx`` file (its graph, not run)."""
+    if _is_onnx(name):
+        return _onnx_info(name)
     if name == "demo":
         return _demo_info()
     if name in zoo.ZOO:
         return _zoo_info(name)
     raise LimecraftError(
         f"unknown model {name!r}; registered: {', '.join(m.name for m in list_models())}, "
-        "or give a path to a .pt2 / TorchScript .pt file"
+        "or give a path to a .pt2 / TorchScript .pt / .onnx file"
     )
 
 
@@ -170,21 +195,51 @@ def _is_path(spec: str) -> bool:
         ".pth",
         ".ts",
         ".bin",
+        ".onnx",
     )
 
 
-def load_module(spec: str, *, arch: str | None = None, pretrained: bool = True) -> torch.nn.Module:
-    """Load (once per process) the module behind a name or a file path."""
+def _is_onnx(spec: str) -> bool:
+    return isinstance(spec, str) and Path(spec).suffix.lower() == ".onnx"
+
+
+#: load_module/load_classifier keywords that only ONNX files take (see models.onnx_model).
+_ONNX_DEFAULTS = {"input_range": "0-1", "outputs": "auto", "layout": "auto"}
+
+
+def load_module(
+    spec: str,
+    *,
+    arch: str | None = None,
+    pretrained: bool = True,
+    device: str = "auto",
+    **onnx_options: str | None,
+) -> torch.nn.Module:
+    """Load (once per process) the module behind a name or a file path.
+
+    ``.onnx`` files take ``input_range``, ``outputs`` and ``layout`` (see
+    :func:`models.onnx_model.load_onnx`) and ``device`` (which picks onnxruntime's provider);
+    the session is cached per path and those options. Other specs refuse those options.
+    """
+    onnx_opts = _onnx_options(spec, onnx_options)
     if _is_path(spec) or arch is not None:
         p = Path(spec)
         key: tuple = ("file", str(p.resolve()), p.stat().st_mtime_ns if p.exists() else 0, arch)
+        if onnx_opts is not None:
+            from limecraft_core import resolve_device
+
+            key += (tuple(sorted(onnx_opts.items())), resolve_device(device).type)
     else:
         model_info(spec)  # raises for unknown names
         key = ("name", spec, pretrained)
     with _LOCK:
         if key in _MODULES:
             return _MODULES[key]
-        if key[0] == "file":
+        if key[0] == "file" and onnx_opts is not None:
+            from .onnx_model import load_onnx
+
+            module = load_onnx(spec, device=key[-1], **onnx_opts)
+        elif key[0] == "file":
             from .custom import load_model_file
 
             module = load_model_file(spec, arch=arch)
@@ -201,6 +256,19 @@ def load_module(spec: str, *, arch: str | None = None, pretrained: bool = True) 
         return module
 
 
+def _onnx_options(spec: str, given: dict[str, str | None]) -> dict[str, str] | None:
+    """The ONNX options with defaults filled in for an .onnx spec; None for any other spec."""
+    unknown = set(given) - set(_ONNX_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    if not _is_onnx(spec):
+        set_ = [k for k, v in given.items() if v is not None and v != _ONNX_DEFAULTS[k]]
+        if set_:
+            raise LimecraftError(f"{', '.join(set_)} applies to .onnx model files only")
+        return None
+    return {k: given.get(k) or v for k, v in _ONNX_DEFAULTS.items()}
+
+
 def load_classifier(
     spec: str,
     *,
@@ -212,6 +280,9 @@ def load_classifier(
     arch: str | None = None,
     pretrained: bool = True,
     channels_last: bool | None = None,
+    input_range: str | None = None,
+    outputs: str | None = None,
+    layout: str | None = None,
 ) -> Classifier:
     """A :class:`~limecraft_core.Classifier` for a registry name or a model file.
 
@@ -219,13 +290,30 @@ def load_classifier(
     arguments override them. Model files default to the size a ``.pt2`` program was traced at
     (else 224 px), no normalisation, and ``class i`` names.
 
+    ``.onnx`` files run on onnxruntime (CUDA provider where installed, else CPU) in fp32,
+    without channels_last whatever ``precision``/``channels_last`` say; their size comes from
+    the graph when fixed, their class names from its metadata unless ``labels`` is given, and
+    they take ``input_range`` ("0-1" or "0-255"), ``outputs`` ("auto", "logits",
+    "probabilities") and ``layout`` ("auto", "NCHW", "NHWC"): see :mod:`models.onnx_model`.
+
     The model always runs in this process; :func:`serving.load_scorer` picks a Ray Serve
     deployment instead when ``LIMECRAFT_RAY_ADDRESS`` is set.
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
-    module = load_module(spec, arch=arch, pretrained=pretrained)
-    if _is_path(spec) or arch is not None:
+    module = load_module(
+        spec,
+        arch=arch,
+        pretrained=pretrained,
+        device=device,
+        input_range=input_range,
+        outputs=outputs,
+        layout=layout,
+    )
+    if _is_onnx(spec):
+        size, norm, names = _onnx_fit(module, input_size, normalize, labels)
+        precision, channels_last, name = "fp32", False, Path(spec).name
+    elif _is_path(spec) or arch is not None:
         size = input_size or getattr(module, "limecraft_input_size", None) or 224
         norm, names, name = normalize or "none", labels, Path(spec).name
     elif spec == "demo":
@@ -247,3 +335,25 @@ def load_classifier(
         channels_last=channels_last,
         name=name,
     )
+
+
+def _onnx_fit(
+    module: torch.nn.Module,
+    input_size: int | None,
+    normalize: str | None,
+    labels: Sequence[str] | None,
+) -> tuple[int | tuple[int, int], str, Sequence[str] | None]:
+    """Size, normalisation and class names for an ONNX module, checked against its graph."""
+    fixed = module.graph.input_size
+    if fixed is not None and input_size is not None and (input_size, input_size) != fixed:
+        raise LimecraftError(
+            f"the ONNX model {module.name!r} takes {fixed[0]}x{fixed[1]} inputs; an input size "
+            f"of {input_size} does not fit it (leave the input size unset)"
+        )
+    norm = normalize or "none"
+    if norm != "none" and module.input_range == "0-255":
+        raise LimecraftError(
+            f"normalize={norm!r} with input range 0-255: normalised values have no pixel range; "
+            "use one or the other"
+        )
+    return fixed or input_size or 224, norm, labels if labels is not None else module.labels

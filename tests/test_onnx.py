@@ -1,0 +1,298 @@
+"""ONNX model files through onnxruntime: same explanations as torch, layouts, batches, outputs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+import limecraft_core as lc
+from limecraft_core.cli import main
+from models import registry
+from models.onnx_model import OnnxModule, inspect_onnx, load_onnx
+
+SIZE = 32
+CLASSES = 5
+SETTINGS = {"samples": 120, "seed": 0, "segmentation": "grid", "n_segments": 9, "top_labels": 2}
+
+
+class TinyCNN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 6, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(6, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
+
+
+def image() -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, (48, 48, 3), dtype=np.uint8)
+
+
+def graph_file(
+    path,
+    net: TinyCNN,
+    *,
+    layout: str = "NCHW",
+    batch: int | str = "N",
+    softmax: str = "",
+    scale_255: bool = False,
+    metadata: dict[str, str] | None = None,
+    opset: int = 17,
+):
+    """The TinyCNN as a hand-built graph (as a Keras export would be, for NHWC).
+
+    softmax: "" (logits), "node" (a Softmax node last) or "hidden" (Softmax, then + 0, so only
+    a probe can tell)."""
+    shape = [batch, 3, SIZE, SIZE] if layout == "NCHW" else [batch, SIZE, SIZE, 3]
+    inits = [
+        numpy_helper.from_array(net.conv.weight.detach().numpy(), "cw"),
+        numpy_helper.from_array(net.conv.bias.detach().numpy(), "cb"),
+        numpy_helper.from_array(net.fc.weight.detach().numpy(), "fw"),
+        numpy_helper.from_array(net.fc.bias.detach().numpy(), "fb"),
+        numpy_helper.from_array(np.array(255, np.float32), "k255"),
+        numpy_helper.from_array(np.zeros(1, np.float32), "zero"),
+    ]
+    nodes, x = [], "image"
+    if scale_255:
+        nodes.append(helper.make_node("Div", [x, "k255"], ["scaled"]))
+        x = "scaled"
+    if layout == "NHWC":
+        nodes.append(helper.make_node("Transpose", [x], ["nchw"], perm=[0, 3, 1, 2]))
+        x = "nchw"
+    nodes += [
+        helper.make_node("Conv", [x, "cw", "cb"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], transB=1),
+    ]
+    out = "logits"
+    if softmax:
+        nodes.append(helper.make_node("Softmax", ["logits"], ["probs"], axis=1))
+        out = "probs"
+    if softmax == "hidden":
+        nodes.append(helper.make_node("Add", ["probs", "zero"], ["probs0"]))
+        out = "probs0"
+    g = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [batch, CLASSES])],
+        initializer=inits,
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    for k, v in (metadata or {}).items():
+        model.metadata_props.add(key=k, value=v)
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def net() -> TinyCNN:
+    return TinyCNN().eval()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, net):
+    d = tmp_path_factory.mktemp("onnx")
+    torch.onnx.export(
+        net,
+        (torch.rand(2, 3, SIZE, SIZE),),
+        str(d / "exported.onnx"),
+        dynamo=True,
+        input_names=["x"],
+        dynamic_shapes=({0: torch.export.Dim("batch")},),
+        verbose=False,
+    )
+    return d
+
+
+def explain(model, **kw):
+    return lc.explain(image(), model, **{**SETTINGS, **kw})
+
+
+def same(a: lc.Explanation, b: lc.Explanation, tol: float = 1e-4) -> None:
+    assert a.classes == b.classes
+    np.testing.assert_allclose(a.class_weights, b.class_weights, atol=tol, rtol=0)
+    np.testing.assert_allclose(a.predictions, b.predictions, atol=tol, rtol=0)
+
+
+def test_torch_export_gives_the_torch_models_explanation(folder, net):
+    path = folder / "exported.onnx"
+    clf = registry.load_classifier(str(path), device="cpu")
+    assert isinstance(clf.model, OnnxModule)
+    assert clf.model.graph.layout == "NCHW" and clf.model.graph.batch is None
+    assert clf.input_size == (SIZE, SIZE) and clf.precision == "fp32" and not clf.channels_last
+    twin = lc.Classifier(net, input_size=SIZE, device="cpu", precision="fp32")
+    same(explain(clf), explain(twin))
+    same(explain(clf, output_space="raw"), explain(twin, output_space="raw"))
+
+
+def test_precision_and_channels_last_asked_for_are_ignored_for_onnx(folder):
+    clf = registry.load_classifier(
+        str(folder / "exported.onnx"), device="cpu", precision="bf16", channels_last=True
+    )
+    assert clf.precision == "fp32" and clf.channels_last is False
+    assert np.isfinite(clf.predict(image())).all()
+
+
+def test_nhwc_graph_explains_like_its_nchw_twin(tmp_path, net):
+    nchw = registry.load_classifier(str(graph_file(tmp_path / "a.onnx", net)), device="cpu")
+    nhwc = registry.load_classifier(
+        str(graph_file(tmp_path / "b.onnx", net, layout="NHWC")), device="cpu"
+    )
+    assert nhwc.model.graph.layout == "NHWC" and nhwc.input_size == (SIZE, SIZE)
+    same(explain(nhwc), explain(nchw))
+
+
+def test_fixed_batch_one_is_split_and_says_so(tmp_path, net):
+    dyn = registry.load_classifier(str(graph_file(tmp_path / "d.onnx", net)), device="cpu")
+    path = graph_file(tmp_path / "one.onnx", net, batch=1)
+    one = registry.load_classifier(str(path), device="cpu")
+    assert one.model.graph.batch == 1
+    assert "fixed batch 1" in one.model.description and "split" in one.model.description
+    assert "split" in registry.model_info(str(path)).description
+    same(explain(one, batch_size=7), explain(dyn, batch_size=7))
+
+
+@pytest.mark.parametrize("where", ["node", "hidden"])
+def test_softmax_outputs_are_not_softmaxed_twice(tmp_path, net, where):
+    logits = registry.load_classifier(str(graph_file(tmp_path / "l.onnx", net)), device="cpu")
+    probs = registry.load_classifier(
+        str(graph_file(tmp_path / f"p{where}.onnx", net, softmax=where)), device="cpu"
+    )
+    assert probs.model.outputs == "probabilities" and logits.model.outputs == "logits"
+    assert "log p" in probs.model.description
+    a, b = explain(probs), explain(logits)
+    same(a, b)
+    assert 0 < a.predictions[0] < 1
+    # raw is log p for a probability graph
+    p = torch.softmax(torch.as_tensor(logits.predict(image())), 0).numpy()
+    np.testing.assert_allclose(probs.predict(image()), np.log(p), atol=1e-5)
+
+
+def test_outputs_option_overrides_the_detection(tmp_path, net):
+    path = str(graph_file(tmp_path / "p.onnx", net, softmax="node"))
+    as_logits = registry.load_classifier(path, device="cpu", outputs="logits")
+    assert as_logits.model.outputs == "logits"
+    assert np.allclose(as_logits.predict(image()).sum(), 1, atol=1e-5)
+    assert registry.load_module(path, outputs="logits") is as_logits.model  # cached per options
+    assert registry.load_module(path) is not as_logits.model
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(["a", "b", "c", "d", "e"]),
+        "a,b,c,d,e",
+        "a\nb\nc\nd\ne\n",
+        '{"0":"a","1":"b","2":"c","3":"d","4":"e"}',
+    ],
+)
+def test_labels_come_from_metadata(tmp_path, net, text):
+    path = str(graph_file(tmp_path / "m.onnx", net, metadata={"classes": text}))
+    clf = registry.load_classifier(path, device="cpu")
+    assert clf.labels == ("a", "b", "c", "d", "e")
+    assert registry.load_classifier(path, labels=list("vwxyz")).labels == tuple("vwxyz")
+    assert "labels in metadata" in registry.model_info(path).description
+
+
+def test_input_range_0_255(tmp_path, net):
+    base = registry.load_classifier(str(graph_file(tmp_path / "a.onnx", net)), device="cpu")
+    path = str(graph_file(tmp_path / "k.onnx", net, scale_255=True, layout="NHWC"))
+    wide = registry.load_classifier(path, device="cpu", input_range="0-255")
+    same(explain(wide), explain(base))
+    with pytest.raises(lc.LimecraftError, match="0-255"):
+        registry.load_classifier(path, input_range="0-255", normalize="imagenet")
+    with pytest.raises(lc.LimecraftError, match="input_range must be one of"):
+        registry.load_classifier(path, input_range="0-100")
+
+
+def test_onnx_options_are_refused_for_other_models():
+    with pytest.raises(lc.LimecraftError, match=r"\.onnx model files only"):
+        registry.load_classifier("demo", input_range="0-255")
+
+
+def test_fixed_size_conflicting_with_input_size_is_refused(tmp_path, net):
+    path = str(graph_file(tmp_path / "a.onnx", net))
+    with pytest.raises(lc.LimecraftError, match="32x32"):
+        registry.load_classifier(path, input_size=64)
+
+
+def bad_graph(path, *, rank=4, inputs=1, dtype=TensorProto.FLOAT, opset=17):
+    ins = [
+        helper.make_tensor_value_info(f"x{i}", dtype, ["N", 3, 8, 8, 1][:rank])
+        for i in range(inputs)
+    ]
+    node = helper.make_node("Identity", ["k"], ["y"])
+    k = numpy_helper.from_array(np.zeros((1, 2), np.float32), "k")
+    g = helper.make_graph(
+        [node], "bad", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], [k]
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "make", "match"),
+    [
+        (
+            "truncated",
+            lambda p, f: p.write_bytes(f.read_bytes()[:300]),
+            "not an ONNX model|onnxruntime",
+        ),
+        ("not onnx", lambda p, f: p.write_bytes(b"hello, I am text\n" * 20), "not an ONNX model"),
+        ("rank 3", lambda p, f: bad_graph(p, rank=3), "rank-3 input"),
+        ("no inputs", lambda p, f: bad_graph(p, inputs=0), "has no inputs"),
+        ("two inputs", lambda p, f: bad_graph(p, inputs=2), "2 inputs"),
+        ("int input", lambda p, f: bad_graph(p, dtype=TensorProto.INT64), "int64 input"),
+        ("opset 999", lambda p, f: bad_graph(p, opset=999), "opset 999"),
+        ("empty", lambda p, f: p.write_bytes(b""), "empty"),
+    ],
+)
+def test_bad_files_are_one_clear_error(folder, tmp_path, case, make, match):
+    p = tmp_path / "bad.onnx"
+    make(p, folder / "exported.onnx")
+    with pytest.raises(lc.LimecraftError, match=match) as e:
+        load_onnx(p)
+    assert "\n" not in str(e.value)
+
+
+def test_inspect_reads_without_a_session(tmp_path, net):
+    g = inspect_onnx(graph_file(tmp_path / "a.onnx", net, layout="NHWC", batch=1, softmax="node"))
+    assert (g.layout, g.batch, g.input_size, g.num_classes, g.softmax_output) == (
+        "NHWC",
+        1,
+        (SIZE, SIZE),
+        CLASSES,
+        "softmax",
+    )
+
+
+def test_cli_explains_an_onnx_file_with_its_metadata_labels(tmp_path, net, capsys):
+    path = graph_file(
+        tmp_path / "m.onnx", net, softmax="node", metadata={"labels": "a,b,c,d,e"}, layout="NHWC"
+    )
+    png = tmp_path / "i.png"
+    from PIL import Image
+
+    Image.fromarray(image()).save(png)
+    out = tmp_path / "out"
+    argv = ["explain", str(png), "--out", str(out), "--model", str(path), "--samples", "40"]
+    code = main([*argv, "--segmentation", "grid", "--n-segments", "4", "--device", "cpu"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert re.search(r'^target="[a-e]"; class=\d; probability=0\.\d+;', printed.out, re.M)
+    doc = json.loads((out / "explanation.json").read_text())
+    assert doc["inputs"]["input_range"] == "0-1"
