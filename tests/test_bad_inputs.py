@@ -137,6 +137,28 @@ class NaNModel(torch.nn.Module):
         return x.mean(dim=(2, 3)) * float("nan")
 
 
+def onnx_graph(path: Path, rank: int = 4, opset: int = 17) -> Path:
+    """A channel-means classifier as an ONNX graph: (N, 3, 8, 8) -> GlobalAveragePool -> (N, 3)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    shape = ["N", 3, 8, 8, 1][:rank]
+    g = helper.make_graph(
+        [
+            helper.make_node("GlobalAveragePool", ["x"], ["p"]),
+            helper.make_node("Flatten", ["p"], ["y"]),
+        ],
+        "means",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    model.metadata_props.add(key="labels", value="red,green,blue")
+    onnx.save(model, str(path))
+    return path
+
+
 class FlatModel(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.mean(dim=(1, 2, 3))
@@ -165,6 +187,12 @@ def files(tmp_path_factory):
     export(ChannelMeans(classes=4), d / "toy.pt2")
     export(NaNModel(), d / "nan.pt2")
     export(FlatModel(), d / "flat.pt2")
+    data = onnx_graph(d / "means.onnx").read_bytes()
+    (d / "truncated.onnx").write_bytes(data[: len(data) // 2])
+    (d / "text.onnx").write_text("this is not an ONNX model\n" * 10)
+    onnx_graph(d / "rank3.onnx", rank=3)
+    onnx_graph(d / "opset999.onnx", opset=999)
+    (d / "pickle.onnx").write_bytes(booby_trapped_pickle(marker))
     return d
 
 
@@ -196,6 +224,13 @@ CLI_BAD = [
     ("model-unknown-name", ["--model", "nonesuch"], "unknown model"),
     ("model-returns-nan", ["--model", "nan.pt2"], "NaN"),
     ("model-wrong-shape", ["--model", "flat.pt2"], r"shape \(N, C\)"),
+    ("onnx-truncated", ["--model", "truncated.onnx"], "not an ONNX model|onnxruntime"),
+    ("onnx-not-onnx", ["--model", "text.onnx"], "not an ONNX model"),
+    ("onnx-a-pickle", ["--model", "pickle.onnx"], "not an ONNX model"),
+    ("onnx-wrong-rank", ["--model", "rank3.onnx"], "rank-3 input"),
+    ("onnx-opset-too-new", ["--model", "opset999.onnx"], "opset 999"),
+    ("onnx-size-not-the-graphs", ["--model", "means.onnx", "--input-size", "16"], "8x8 inputs"),
+    ("onnx-range-on-torch", ["--input-range", "0-255"], r"\.onnx model files only"),
     # parameters: every message names the valid range
     ("samples-too-few", ["--samples", "5"], r"samples must be in \[10, 200000\]"),
     ("samples-too-many", ["--samples", "300000"], r"samples must be in \[10, 200000\]"),
