@@ -142,3 +142,17 @@ def test_metrics_bench_counts_each_metrics_extra_passes(tmp_path):
         assert case["sum_of_rows"] == case["passes_on_minus_off"] > 0
     for name in res["rows"]:
         assert f"| {name} |" in proc.stdout
+
+
+def test_onnx_bench_runs_both_engines_on_the_same_explanation(tmp_path):
+    out = tmp_path / "onnx.json"
+    proc = _run_quick("bench_onnx.py", out)
+    res = json.loads(out.read_text())
+    assert res["model"] == "resnet18" and res["samples"] == 50
+    assert set(res["median_seconds"]) == {"torch", "onnx"}
+    assert all(s > 0 for s in res["median_seconds"].values())
+    assert res["onnx_over_torch_speed"] > 0
+    # same image, regions, seed and weights: the two explanations agree
+    assert res["max_weight_difference"] < 1e-4
+    assert res["max_weight_difference_relative"] < 1e-3
+    assert "| onnx |" in proc.stdout and "| torch |" in proc.stdout
