@@ -60,7 +60,7 @@ class ModelInfo:
     Attributes
     ----------
     name : str
-    kind : {"demo", "zoo", "onnx"}
+    kind : {"demo", "zoo", "onnx", "timm", "hf"}
     input_size : int
     num_classes : int
     normalize : {"none", "imagenet"}
@@ -151,8 +151,50 @@ def _onnx_info(path: str) -> ModelInfo:
     )
 
 
+_HUB: dict[tuple, object] = {}
+
+
+def is_hub(spec: str) -> bool:
+    """Whether ``spec`` names a timm model (``timm:<name>``) or a Hugging Face image classifier
+    (``hf:<repo id or folder>``)."""
+    from . import hub
+
+    return isinstance(spec, str) and hub.is_hub_spec(spec)
+
+
+def hub_model(spec: str, *, pretrained: bool = True):
+    """The loaded :class:`models.hub.HubModel` for a ``timm:`` or ``hf:`` spec (cached)."""
+    from . import hub
+
+    key = ("hub", spec, pretrained)
+    with _LOCK:
+        found = _HUB.get(key)
+    if found is None:
+        found = hub.load_hub(spec, pretrained=pretrained)  # outside the lock: it may download
+        with _LOCK:
+            found = _HUB.setdefault(key, found)
+    return found
+
+
+def _hub_info(spec: str) -> ModelInfo:
+    hm = hub_model(spec)
+    return ModelInfo(
+        name=spec,
+        kind=hm.kind,
+        input_size=hm.input_size[0],
+        num_classes=hm.num_classes,
+        normalize=hm.normalize,
+        ready=True,
+        reason="",
+        description=hm.description,
+    )
+
+
 def model_info(name: str) -> ModelInfo:
-    """Information on one registered name, or on an ``.onnx`` file (its graph, not run)."""
+    """Information on one registered name, an ``.onnx`` file (its graph, not run), or a
+    ``timm:``/``hf:`` model (loaded)."""
+    if is_hub(name):
+        return _hub_info(name)
     if _is_onnx(name):
         return _onnx_info(name)
     if name == "demo":
@@ -301,6 +343,19 @@ def load_classifier(
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
+    if is_hub(spec):  # before the path test: "hf:org/name" holds a slash
+        if normalize not in (None, "none"):
+            raise LimecraftError(
+                "timm: and hf: models apply their own normalisation (from their config); "
+                "leave --normalize unset"
+            )
+        return hub_model(spec, pretrained=pretrained).classifier(
+            input_size=input_size,
+            labels=labels,
+            device=device,
+            precision=precision,
+            channels_last=channels_last,
+        )
     module = load_module(
         spec,
         arch=arch,

@@ -146,3 +146,37 @@ def test_not_a_hub_spec():
     assert not hub.is_hub_spec("resnet50")
     with pytest.raises(LimecraftError):
         hub.load_hub("hf:")
+
+
+def test_the_registry_and_the_cli_take_hub_specs(tmp_path, capsys):
+    """``hf:<folder>`` through the registry and the command line, with id2label names in the
+    summary and the JSON; ``timm:<name>`` offline with pretrained weights is exit 2, one line."""
+    import json
+
+    import numpy as np
+    from PIL import Image
+
+    from limecraft_core.cli import main
+    from models.registry import load_classifier, model_info
+
+    folder = tmp_path / "vit"
+    _hf_folder(folder)
+    clf = load_classifier(f"hf:{folder}", device="cpu")
+    assert clf.input_size == (32, 32) and clf.label(2) == "bird"
+    assert model_info(f"hf:{folder}").kind == "hf"
+    with pytest.raises(LimecraftError, match="own normalisation"):
+        load_classifier(f"hf:{folder}", normalize="imagenet")
+    img = tmp_path / "img.png"
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 255, (48, 48, 3), dtype=np.uint8)).save(img)
+    out = tmp_path / "out"
+    code = main(
+        ["explain", str(img), "--model", f"hf:{folder}", "--samples", "30", "--out", str(out)]
+    )
+    assert code == 0
+    doc = json.loads((out / "explanation.json").read_text())
+    assert doc["classes"][0]["label"] in {"cat", "dog", "bird"}
+    capsys.readouterr()
+    code = main(["explain", str(img), "--model", "timm:test_vit", "--out", str(tmp_path / "t")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "timm" in err[0], err

@@ -208,9 +208,16 @@ def model_facts(s: Analysis) -> str | None:
         clf = state.classifier(s)
     except (lc.LimecraftError, lc.ModelError):
         return None
-    if registry.is_registered(ref.name):
-        info = registry.model_info(ref.name)
+    described = registry.is_hub(ref.name) or ref.name.lower().endswith(".onnx")
+    if registry.is_registered(ref.name) or described:
+        try:
+            info = registry.model_info(ref.name)
+        except lc.LimecraftError:
+            return None
         fmt, n = info.description, info.num_classes
+        if not n:  # an ONNX graph with a symbolic class count: count the scores
+            probs = state.predict(s, s.image)
+            n = 0 if probs is None else len(probs)
     else:
         from models.custom import file_format
 
