@@ -11,6 +11,7 @@ above, in :func:`serving.load_scorer` (``models`` never imports ``serving``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Sequence
@@ -126,7 +127,24 @@ def _served_by_ray() -> bool:
 
 def list_models() -> list[ModelInfo]:
     """Every registered name, demo first."""
-    return [_demo_info()] + [_zoo_info(n) for n in zoo.ZOO]
+    named = [_named_info(n, p) for n, p in folder_models().items()]
+    return [_demo_info()] + [_zoo_info(n) for n in zoo.ZOO] + named
+
+
+def _named_info(name: str, path: Path) -> ModelInfo:
+    try:
+        return dataclasses.replace(_onnx_info(str(path)), name=name)
+    except LimecraftError as e:  # listed, but says why it cannot run
+        return ModelInfo(
+            name=name,
+            kind="onnx",
+            input_size=224,
+            num_classes=0,
+            normalize="none",
+            ready=False,
+            reason=str(e),
+            description=f"ONNX file {path.name}",
+        )
 
 
 def _onnx_info(path: str) -> ModelInfo:
@@ -195,6 +213,9 @@ def model_info(name: str) -> ModelInfo:
     ``timm:``/``hf:`` model (loaded)."""
     if is_hub(name):
         return _hub_info(name)
+    named = folder_models().get(name)
+    if named is not None:
+        return dataclasses.replace(_onnx_info(str(named)), name=name)
     if _is_onnx(name):
         return _onnx_info(name)
     if name == "demo":
@@ -225,9 +246,35 @@ def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
     return None
 
 
+MODEL_DIR_ENV = "LIMECRAFT_MODEL_DIR"
+
+
+def folder_models() -> dict[str, Path]:
+    """The ONNX models of ``$LIMECRAFT_MODEL_DIR``, by name: ``NAME.onnx`` is the registry name
+    ``NAME`` (its class names from ``NAME.txt`` beside it, one per line, else its metadata).
+    This is how a team names its own models for the app's list and for Ray Serve."""
+    folder = os.environ.get(MODEL_DIR_ENV, "").strip()
+    if not folder or not Path(folder).is_dir():
+        return {}
+    return {
+        f.stem: f
+        for f in sorted(Path(folder).glob("*.onnx"))
+        if f.stem != "demo" and f.stem not in zoo.ZOO and f.is_file()
+    }
+
+
+def _folder_labels(path: Path) -> list[str] | None:
+    txt = path.with_suffix(".txt")
+    if not txt.is_file():
+        return None
+    names = [ln.strip() for ln in txt.read_text(encoding="utf-8-sig").splitlines() if ln.strip()]
+    return names or None
+
+
 def is_registered(spec: str) -> bool:
-    """Whether ``spec`` is a registry name (``demo`` or a zoo name), not a model file."""
-    return isinstance(spec, str) and (spec == "demo" or spec in zoo.ZOO)
+    """Whether ``spec`` is a registry name (``demo``, a zoo name, or an ONNX model of
+    ``$LIMECRAFT_MODEL_DIR``), not a model file."""
+    return isinstance(spec, str) and (spec == "demo" or spec in zoo.ZOO or spec in folder_models())
 
 
 def _is_path(spec: str) -> bool:
@@ -343,6 +390,18 @@ def load_classifier(
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
+    named = folder_models().get(spec)
+    if named is not None:  # a team's ONNX model by name
+        return load_classifier(
+            str(named),
+            input_size=input_size,
+            normalize=normalize,
+            labels=labels or _folder_labels(named),
+            device=device,
+            input_range=input_range,
+            outputs=outputs,
+            layout=layout,
+        )
     if is_hub(spec):  # before the path test: "hf:org/name" holds a slash
         if normalize not in (None, "none"):
             raise LimecraftError(

@@ -296,3 +296,29 @@ def test_cli_explains_an_onnx_file_with_its_metadata_labels(tmp_path, net, capsy
     assert re.search(r'^target="[a-e]"; class=\d; probability=0\.\d+;', printed.out, re.M)
     doc = json.loads((out / "explanation.json").read_text())
     assert doc["inputs"]["input_range"] == "0-1"
+
+
+def test_a_model_folder_names_onnx_models_for_the_registry(tmp_path, net, monkeypatch):
+    """``$LIMECRAFT_MODEL_DIR/NAME.onnx`` is the registry name NAME (the app's list, the CLI,
+    Ray Serve), with its class names from ``NAME.txt``; an unreadable file is listed as not
+    available, with the reason."""
+    from models import registry
+
+    graph_file(tmp_path / "skin.onnx", net, layout="NHWC")
+    (tmp_path / "skin.txt").write_text("\n".join(f"lesion {i}" for i in range(CLASSES)))
+    (tmp_path / "broken.onnx").write_bytes(b"not onnx at all")
+    monkeypatch.setenv("LIMECRAFT_MODEL_DIR", str(tmp_path))
+    listed = {m.name: m for m in registry.list_models()}
+    assert (
+        listed["skin"].ready
+        and listed["skin"].kind == "onnx"
+        and "NHWC" in listed["skin"].description
+    )
+    assert not listed["broken"].ready and listed["broken"].reason
+    assert registry.is_registered("skin") and registry.model_info("skin").name == "skin"
+    clf = registry.load_classifier("skin", device="cpu")
+    assert clf.label(1) == "lesion 1"
+    res = lc.explain(image(), clf, **SETTINGS)
+    assert res.class_labels[0].startswith("lesion ")
+    monkeypatch.delenv("LIMECRAFT_MODEL_DIR")
+    assert not registry.is_registered("skin")
