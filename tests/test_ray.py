@@ -295,6 +295,20 @@ def test_deployment_declares_resources():
 # ----------------------------------------------------------------------------- on a cluster
 
 
+ONNX_NAME = "tinyonnx"
+
+
+def _onnx_model_dir() -> Path:
+    """A folder holding ``tinyonnx.onnx`` (the ONNX tests' hand-built NHWC graph, as a Keras
+    export would be) and its class names in ``tinyonnx.txt``."""
+    from test_onnx import TinyCNN, graph_file
+
+    folder = Path(tempfile.mkdtemp(prefix="limecraft-models-"))
+    graph_file(folder / f"{ONNX_NAME}.onnx", TinyCNN().eval(), layout="NHWC")
+    (folder / f"{ONNX_NAME}.txt").write_text("\n".join(f"kind {c}" for c in "abcde") + "\n")
+    return folder
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A Ray cluster on loopback serving the demo model, in a child process; stopped afterwards.
@@ -313,8 +327,11 @@ def cluster():
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     env.pop("LIMECRAFT_RAY_ADDRESS", None)
+    # A team's ONNX model by name, from the model folder, served beside the demo model.
+    env["LIMECRAFT_MODEL_DIR"] = str(_onnx_model_dir())
     # A long batch window so that concurrent sessions' chunks meet (the default is 10 ms).
-    cmd = [sys.executable, "-m", "serving.serve_app", "--local", "4", "--models", "demo"]
+    models = f"demo,{ONNX_NAME}"
+    cmd = [sys.executable, "-m", "serving.serve_app", "--local", "4", "--models", models]
     cmd += ["--http-port", str(port), "--batch-wait", "0.2"]
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
@@ -510,3 +527,19 @@ def test_the_app_explains_through_the_cluster(cluster):
     assert any("Ray Serve cluster" in c for c in out["captions"])
     after = _remote(cluster).stats()
     assert after["requests"] > before["requests"]
+
+
+@pytest.mark.slow
+def test_the_cluster_serves_an_onnx_model_by_name(cluster, monkeypatch):
+    """``--models demo,tinyonnx`` with ``LIMECRAFT_MODEL_DIR``: the ONNX model is a registry
+    name on the cluster too, and its remote explanation equals the local one."""
+    monkeypatch.setenv("LIMECRAFT_MODEL_DIR", str(_onnx_model_dir()))
+    local = load_classifier(ONNX_NAME, device="cpu")
+    assert local.label(0) == "kind a"
+    remote = RemoteScorer(ONNX_NAME, RemoteConfig(cluster), local=lambda: local)
+    image = np.random.default_rng(1).integers(0, 256, (48, 48, 3), dtype=np.uint8)
+    settings = dict(samples=60, seed=0, segmentation="grid", n_segments=9, compute_deltas=False)
+    r = explain(image, remote, **settings)
+    want = explain(image, local, **settings)
+    assert r.run.model == ONNX_NAME and r.class_labels[0].startswith("kind ")
+    np.testing.assert_allclose(r.weights, want.weights, rtol=0, atol=1e-5)
