@@ -193,6 +193,14 @@ def files(tmp_path_factory):
     onnx_graph(d / "rank3.onnx", rank=3)
     onnx_graph(d / "opset999.onnx", opset=999)
     (d / "pickle.onnx").write_bytes(booby_trapped_pickle(marker))
+    # a Hugging Face folder with only a pickled checkpoint (booby-trapped): refused, never read
+    hf = d / "hf_bin_only"
+    hf.mkdir()
+    (hf / "config.json").write_text(
+        '{"model_type": "vit", "architectures": ["ViTForImageClassification"], '
+        '"image_size": 32, "patch_size": 8, "num_labels": 2}'
+    )
+    (hf / "pytorch_model.bin").write_bytes(booby_trapped_pickle(marker))
     return d
 
 
@@ -231,6 +239,9 @@ CLI_BAD = [
     ("onnx-opset-too-new", ["--model", "opset999.onnx"], "opset 999"),
     ("onnx-size-not-the-graphs", ["--model", "means.onnx", "--input-size", "16"], "8x8 inputs"),
     ("onnx-range-on-torch", ["--input-range", "0-255"], r"\.onnx model files only"),
+    ("timm-unknown-name", ["--model", "timm:no_such_model_at_all"], "timm"),
+    ("hf-missing-folder", ["--model", "hf:./no/such/folder"], "folder|not found|does not exist"),
+    ("hf-pickle-only", ["--model", "hf:hf_bin_only"], "safetensors|safe_serialization"),
     # parameters: every message names the valid range
     ("samples-too-few", ["--samples", "5"], r"samples must be in \[10, 200000\]"),
     ("samples-too-many", ["--samples", "300000"], r"samples must be in \[10, 200000\]"),
@@ -300,7 +311,9 @@ def test_cli_bad_input_exits_2_with_one_line(files, capsys, case, extra, match):
     for flag in ("--regions-mask", "--segments-file", "--labels", "--model"):
         if flag in extra:
             i = extra.index(flag) + 1
-            if extra[i] != "nonesuch":
+            if extra[i].startswith("hf:") and not extra[i].startswith("hf:./"):
+                extra[i] = "hf:" + str(d / extra[i][3:])  # a folder in the battery's folder
+            elif extra[i] != "nonesuch" and not extra[i].startswith(("timm:", "hf:")):
                 extra[i] = str(d / extra[i])
     argv = ["explain", str(d / image), "--out", str(d / f"out-{case}"), "--quiet"]
     if "--model" not in extra:
@@ -792,6 +805,9 @@ MODEL_BAD = [
     ("junk", "junk.pt2", r"torch\.export"),
     ("returns NaN", "nan.pt2", "NaN"),
     ("wrong output shape", "flat.pt2", r"shape \(N, C\)"),
+    ("truncated ONNX", "truncated.onnx", "not an ONNX model|onnxruntime"),
+    ("a pickle named .onnx", "pickle.onnx", "not an ONNX model"),
+    ("ONNX with a rank-3 input", "rank3.onnx", "rank-3 input"),
 ]
 
 
