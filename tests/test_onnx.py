@@ -322,3 +322,37 @@ def test_a_model_folder_names_onnx_models_for_the_registry(tmp_path, net, monkey
     assert res.class_labels[0].startswith("lesion ")
     monkeypatch.delenv("LIMECRAFT_MODEL_DIR")
     assert not registry.is_registered("skin")
+
+
+@pytest.mark.slow
+def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
+    """An ONNX graph that takes 0-255 pixels (as Keras exports often do), uploaded with the
+    0-255 choice, predicts what its 0-1 twin predicts; the choice is refused for a torch file;
+    a timm name offline is one clear line and the model stays."""
+    from pages.lib import analysis as A
+
+    g255 = graph_file(tmp_path / "keras255.onnx", net, layout="NHWC", scale_255=True)
+    g01 = graph_file(tmp_path / "twin.onnx", net, layout="NHWC")
+    s = at.session_state["app"]
+    at.sidebar.file_uploader(key="model_upload").set_value(
+        ("keras255.onnx", g255.read_bytes(), "application/octet-stream")
+    )
+    at.sidebar.selectbox(key="model_normalize").set_value(A.PIXELS_0_255)
+    at.run()
+    next(b for b in at.sidebar.button if b.label == "Use this model").click().run()
+    assert not at.exception, at.exception
+    assert s.model_name.endswith("keras255.onnx") and s.model_normalize == A.PIXELS_0_255
+    assert any(m.value.startswith("Now using **keras255") for m in at.sidebar.success)
+    from pages.lib import state as app_state_module  # the app's own loader
+
+    got = app_state_module.classifier(A.model_ref(s)).predict(s.image)
+    want = __import__("models.registry", fromlist=["x"]).load_classifier(str(g01)).predict(s.image)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    back = A.from_json(A.to_json(s))
+    assert back.model_normalize == A.PIXELS_0_255
+    # a timm name that cannot be had offline: one line, the model stays
+    at.sidebar.text_input(key="model_by_name").set_value("timm:no_such_model_at_all").run()
+    next(b for b in at.sidebar.button if b.label == "Use this name").click().run()
+    assert not at.exception
+    assert s.model_name.endswith("keras255.onnx")
+    assert any("That model was not used" in e.value for e in at.sidebar.error)

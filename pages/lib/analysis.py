@@ -417,6 +417,18 @@ class ModelRef:
         return os.path.basename(self.name) if ("/" in self.name or "\\" in self.name) else self.name
 
 
+#: The app's "normalisation" choice for an ONNX graph that takes pixels in 0-255 (no mean/std).
+PIXELS_0_255 = "0-255"
+
+
+def normalisation(choice: str | None) -> dict[str, Any]:
+    """The loader's keywords for the app's normalisation choice: ``normalize``, or for an ONNX
+    graph that takes 0-255 pixels, ``input_range`` with no normalisation."""
+    if choice == PIXELS_0_255:
+        return {"normalize": "none", "input_range": "0-255"}
+    return {"normalize": choice}
+
+
 def model_ref(a: Analysis) -> ModelRef:
     return ModelRef(
         a.model_name,
@@ -457,8 +469,8 @@ def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
 
 
 def _normalize(v: Any) -> str | None:
-    if v is not None and v not in NORMALIZATIONS:
-        raise _fail(f"model normalize must be one of {', '.join(NORMALIZATIONS)}")
+    if v is not None and v not in (*NORMALIZATIONS, PIXELS_0_255):
+        raise _fail(f"model normalize must be one of {', '.join(NORMALIZATIONS)}, {PIXELS_0_255}")
     return v
 
 

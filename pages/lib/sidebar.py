@@ -114,6 +114,12 @@ def _model_upload(s: Analysis) -> None:
     arch = None if arch in (None, ARCH_AUTO) else arch
     norm = st.session_state.get("model_normalize") or "none"
     suffix = os.path.splitext(up.name)[1].lower()
+    if norm == A.PIXELS_0_255 and suffix != ".onnx":
+        st.session_state["model_note"] = (
+            "error",
+            "The 0-255 pixel range is for .onnx files; choose none or imagenet for this model.",
+        )
+        return
     if suffix not in (".onnx", ".pt2", ".pt", ".pth") or (suffix == ".pth" and arch is None):
         st.session_state["model_note"] = (
             "error",
@@ -138,7 +144,7 @@ def _model_upload(s: Analysis) -> None:
                 for ln in labels.getvalue().decode("utf-8-sig").splitlines()
                 if ln.strip()
             ]
-        clf = registry.load_classifier(path, labels=names, arch=arch, normalize=norm)
+        clf = registry.load_classifier(path, labels=names, arch=arch, **A.normalisation(norm))
         size = clf.input_size or (224, 224)
         probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
     except (lc.LimecraftError, lc.ModelError, UnicodeDecodeError) as e:
@@ -319,10 +325,11 @@ def sidebar(s: Analysis) -> None:
             )
             st.selectbox(
                 "Input normalisation",
-                ["none", "imagenet"],
+                ["none", "imagenet", A.PIXELS_0_255],
                 key="model_normalize",
                 help="none: the model takes pixels in [0, 1]; imagenet: it expects ImageNet's "
-                "mean and standard deviation subtracted (torchvision's models do)",
+                "mean and standard deviation subtracted (torchvision's models do); 0-255: an "
+                "ONNX graph that takes pixels in 0-255 (many Keras and TensorFlow exports)",
             )
             st.button("Use this model", key="use_model", on_click=_model_upload, args=(s,))
             st.text_input(

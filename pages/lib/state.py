@@ -283,9 +283,9 @@ def _classifier(ref: A.ModelRef, precision: str) -> lc.Classifier | serving.Remo
         ref.name,
         labels=list(ref.labels) if ref.labels else None,
         arch=ref.arch,
-        normalize=ref.normalize,
         precision=precision,
         channels_last=cl,
+        **A.normalisation(ref.normalize),
     )
 
 
