@@ -241,7 +241,9 @@ def test_open_mode_shows_the_app():
     assert not at.exception, at.exception
     assert app_is_shown(at)
     assert at.sidebar.selectbox(key="model_pick")
-    assert not at.text_input and not any(b.label in ("Sign in", "Log in") for b in at.button)
+    # no password box: the only text box is the sidebar's model-by-name field
+    assert [t.key for t in at.text_input] == ["model_by_name"]
+    assert not any(b.label in ("Sign in", "Log in") for b in at.button)
 
 
 @pytest.mark.slow

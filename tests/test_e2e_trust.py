@@ -45,15 +45,22 @@ def expect_regions(page, names: list[str]) -> None:
     while chips.count():
         chips.first.click()
         wait_idle(page)
-    box = page.get_by_role("combobox", name="Expected regions").first
     for name in names:
-        box.click()
-        page.keyboard.type(name)  # the box filters its options as one types
         option = page.get_by_role("option", name=re.compile(rf"^{re.escape(name)} \(\d+\)$"))
-        option.first.wait_for(timeout=30_000)
+        for attempt in range(3):  # a rerun can take the focus away from the box mid-typing
+            box = page.get_by_role("combobox", name="Expected regions").first
+            box.click()
+            box.fill(name)  # the box filters its options as one types
+            try:
+                option.first.wait_for(timeout=15_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                page.keyboard.press("Escape")
+                wait_idle(page)
         page.keyboard.press("Enter")
         wait_idle(page)
-        box = page.get_by_role("combobox", name="Expected regions").first
     page.keyboard.press("Escape")
     wait_idle(page)
 
