@@ -47,7 +47,8 @@ USER 1000:1000
 RUN python /usr/local/lib/limecraft/bake_weights.py "${LIMECRAFT_WEIGHTS}"
 USER 0
 
-# The README's install command.
+# The README's install command for running the app: requirements.txt, the runtime only (the test
+# tools and reference implementations are in requirements-dev.txt, which the image never installs).
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 

