@@ -59,6 +59,7 @@ from .segmentation import (
     segment_regions,
     split_region,
 )
+from .stages import Partial
 from .surrogate import (
     SurrogateFit,
     cosine_distance,
@@ -89,6 +90,7 @@ __all__ = [
     "MaskCache",
     "MaskSample",
     "ModelError",
+    "Partial",
     "Regions",
     "RunInfo",
     "Scorer",

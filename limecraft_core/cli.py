@@ -375,7 +375,8 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
     if t.stability is not None:
         st = t.stability
         print(
-            f"stability: repeats={st.repeats}; verdict={st.verdict}; "
+            f"stability: {'resamples' if st.source == 'stream' else 'repeats'}={st.repeats}; "
+            f"verdict={st.verdict}; "
             f"regions that matter={len(st.matter)}; "
             f"Kendall's W over them={st.matter_kendall_w:.3f}; "
             f"top-{min(5, max(1, len(st.matter)))} overlap={st.matter_topk:.2f}; "
@@ -387,7 +388,7 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
         if unsure:
             print(
                 f"sign entropy (bits) of the {len(unsure)} regions that change sign across "
-                "repeats: "
+                f"the {st.runs}: "
                 + "; ".join(
                     f"{region_label(result, i)}={st.sign_entropy[i]:.2f}" for i in unsure[:10]
                 )

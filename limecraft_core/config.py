@@ -303,8 +303,9 @@ class SamplingConfig(_Group):
     )
     dedup: bool = _f(True, "score each distinct mask once (exact)", "bool")
     early_stop: float | None = _f(
-        None,
-        "stop sampling when two halves of the sample agree with Kendall's W at least this (e.g. 0.9)",
+        0.9,
+        "stop sampling once the sample so far is stable by the verdict's rule (resampled), with "
+        "Kendall's W over the regions that matter at least this; none: always score N",
         "float",
         optional=True,
     )

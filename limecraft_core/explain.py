@@ -17,6 +17,7 @@ from . import stages
 from ._validate import LimecraftError, as_float_image
 from .classifier import Classifier
 from .config import OUTPUT_SPACES, ExplainConfig, SpeedConfig, fields
+from .perturbation import MaskCache
 from .result import Explanation
 from .scorer import Scorer
 from .segmentation import Regions
@@ -73,6 +74,8 @@ def explain(
     expected_mask: np.ndarray | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    partial: Callable[[stages.Partial], None] | None = None,
+    memo: MaskCache | None = None,
     **settings: Any,
 ) -> Explanation:
     """Explain a classifier's prediction on an image over regions.
@@ -92,16 +95,18 @@ def explain(
     kernel : callable(distances) -> weights, optional; replaces ``kernel_width``
     expected_mask : (H, W) bool ndarray, optional; the area the analyst expects the model to
         rely on: adds ``trust.localisation`` (no model pass)
-    progress, cancel : callable(done, total) called after each model batch, and callable()
-        -> bool that stops with ``Cancelled`` when it returns True; both optional
+    progress, cancel : callable(done, total) after each model batch; callable() -> bool that
+        stops with ``Cancelled`` when True
+    partial : callable(stages.Partial) after each step of the main sample but the last: the
+        weights and one-sample verdict so far, for a front end to show them refining
+    memo : MaskCache of scores by mask, kept by the caller across runs of one image, regions,
+        model, fill and speed settings (and only those): its masks are not scored again
     **settings
         Any setting by its name, e.g. ``samples=1000, seed=0, fill="mean"``; the list with
         defaults and ranges follows, generated from :mod:`limecraft_core.config`.
 
-    Returns
-    -------
-    Explanation. Raises LimecraftError on any invalid input (the message says how to fix it),
-    ModelError when the model failed or returned unusable scores.
+    Returns an Explanation. Raises LimecraftError on any invalid input (the message says how to
+    fix it), ModelError when the model failed or returned unusable scores.
     """
     timer = stages.Timer()
     cfg = config.replace(**settings) if config is not None else ExplainConfig.from_flat(settings)
@@ -116,8 +121,9 @@ def explain(
     with timer("sampling_s"):
         scene = stages.prepare_scene(img, regions, scorer, cfg.fill, cfg.speed.batch_size)
         plan = stages.plan_samples(regions.n_regions, cfg)
-        run = stages.Runner(scorer, scene, cfg, plan.rows(cfg.sampling.samples), progress, cancel)
-        scores = stages.score(run, plan, cfg, kern)
+        planned = plan.rows(cfg.sampling.samples)
+        run = stages.Runner(scorer, scene, cfg, planned, progress, cancel, memo)
+        scores = stages.score(run, plan, cfg, kern, partial)
     with timer("fit_s"):
         classes = stages.choose_classes(scores.original, cfg)
         surrogate = stages.fit(scores, classes, kern, cfg.surrogate.ridge_alpha)
@@ -125,19 +131,11 @@ def explain(
         trust = stages.run_trust_checks(
             run, scene, scores, surrogate, classes[0], cfg, kern, (regions.labels, expected_mask)
         )
+    parts = dict(cfg=cfg, scorer=scorer, regions=regions, scene=scene, scores=scores)
     return stages.summarise(
-        cfg=cfg,
-        scorer=scorer,
-        regions=regions,
-        scene=scene,
-        scores=scores,
-        classes=classes,
-        surrogate=surrogate,
-        trust=trust,
-        run=run,
-        kernel=kern,
+        **parts, classes=classes, surrogate=surrogate, trust=trust, run=run, kernel=kern,
         timings=timer.done(),
-    )
+    )  # fmt: skip
 
 
 def _settings_doc() -> str:

@@ -366,7 +366,7 @@ def _summary(ex: Explanation) -> _Summary:
         effect=effect,
         fit=fidelity(ex.score),
         r2=_num(ex.score),
-        stability=f"{st.verdict} across {st.repeats} repeats" if st is not None else "",
+        stability=f"{st.verdict} across {st.runs}" if st is not None else "",
     )
 
 
@@ -393,7 +393,7 @@ def _checks(ex: Explanation) -> list[_Check]:
         s = t.stability
         out.append(
             _Check(
-                f"Stability over {s.repeats} repeats",
+                f"Stability over {s.runs}",
                 (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
                 + (
                     f"{len(s.matter)} regions matter: Kendall's W over them "

@@ -49,6 +49,7 @@ class RunInfo:
     handcrafted : int, regions that are (pieces of) handcrafted regions
     merged : int, regions made by merging several pieces
     kernel : str, the kernel function's name
+    precision_reason : str, why that precision ran (``precision="auto"`` decides on a CPU)
     """
 
     model: str = "custom"
@@ -64,6 +65,7 @@ class RunInfo:
     handcrafted: int = 0
     merged: int = 0
     kernel: str = ""
+    precision_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -40,6 +40,7 @@ from .segmentation import (
 from .surrogate import Kernel, SurrogateFit, cosine_distance, fit_ridge
 
 __all__ = [
+    "Partial",
     "Plan",
     "Scene",
     "Scores",
@@ -66,8 +67,10 @@ ROAD_SEED_OFFSET = 3_000_017
 N_RANDOM_ORDERS = 3
 # Held-out samples for the surrogate's R^2: a steady estimate without doubling N.
 MAX_HOLDOUT = 500
-# The first early-stop check waits for max(200, 4K) samples: each half must fit K weights.
+# The first verdict on a partial sample (the early-stop check) waits for max(200, 4K) samples.
 EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION = 200, 4
+# The one-stream verdict's resamples draw their own stream.
+STREAM_SEED_OFFSET = 4_000_037
 
 
 # ----------------------------------------------------------------------------- 1. regions
@@ -297,11 +300,13 @@ class Runner:
         planned: int,
         progress: Callable[[int, int], None] | None,
         cancel: Callable[[], bool] | None,
+        memo: MaskCache | None = None,
     ) -> None:
         self.scorer, self.scene, self.cfg = scorer, scene, cfg
         self.progress, self.cancel = progress, cancel
         self.total, self.done, self.passes = planned, 0, 0
-        self.cache = self.new_cache()
+        # a caller's memo holds the scores of an earlier (e.g. interrupted) run of this scene
+        self.cache = (memo if memo is not None else MaskCache()) if cfg.sampling.dedup else None
 
     def new_cache(self) -> MaskCache | None:
         return MaskCache() if self.cfg.sampling.dedup else None
@@ -352,6 +357,7 @@ class Scores:
     repeats : the repeats' samples (cut) and outputs
     holdout : the held-out sample and outputs, or None
     early_stop : the early-stop record, or None
+    stream : the one-stream verdict on the last partial sample judged, or None
     """
 
     main: MaskSample
@@ -361,6 +367,7 @@ class Scores:
     repeats: tuple[tuple[MaskSample, torch.Tensor], ...]
     holdout: tuple[MaskSample, torch.Tensor] | None
     early_stop: _trust.EarlyStop | None
+    stream: _trust.Stability | None = None
 
     @property
     def original(self) -> torch.Tensor:
@@ -378,56 +385,111 @@ def _early_target(cfg: ExplainConfig, first: torch.Tensor) -> int:
     return int(torch.argmax(first))
 
 
-def _score_main_early(
-    run: Runner, plan: Plan, cfg: ExplainConfig, kernel: Kernel
-) -> tuple[list[torch.Tensor], _trust.EarlyStop]:
-    """Score the main sample in steps, stopping once two halves agree."""
+@dataclass(frozen=True)
+class Partial:
+    """An explanation in progress, as the main sample is scored (``explain(partial=...)``).
+
+    Attributes
+    ----------
+    samples : int, samples scored so far
+    allowed : int, the samples asked for (sampling may stop earlier)
+    target : int, the explained class
+    weights : (K,) float ndarray, the surrogate's weights on the samples so far
+    stability : the one-stream verdict on them, or None before the first check size
+    """
+
+    samples: int
+    allowed: int
+    target: int
+    weights: np.ndarray
+    stability: _trust.Stability | None
+
+
+def stream_verdict(
+    masks: np.ndarray, y: np.ndarray, sw: np.ndarray, cfg: ExplainConfig
+) -> _trust.Stability:
+    """The one-stream verdict (:func:`limecraft_core.trust.stream_stability`) of a sample."""
+    return _trust.stream_stability(
+        masks, y, sw, cfg.surrogate.ridge_alpha, seed=cfg.sampling.seed + STREAM_SEED_OFFSET
+    )
+
+
+def _score_main_steps(
+    run: Runner,
+    plan: Plan,
+    cfg: ExplainConfig,
+    kernel: Kernel,
+    partial: Callable[[Partial], None] | None,
+) -> tuple[list[torch.Tensor], _trust.EarlyStop | None, _trust.Stability | None]:
+    """Score the main sample in steps: judge it as it grows (the one-stream verdict), show it
+    (``partial``), and stop once it is stable when early stopping is on."""
     s, ms, k = cfg.sampling, plan.main, plan.main.masks.shape[1]
     parts: list[torch.Tensor] = []
     checks: list[_trust.EarlyStopCheck] = []
+    stream = None
     done = 0
+    first_check = max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k)
     while done < s.samples:
         stop = min(done + s.step, s.samples)
         parts.append(run(ms.masks[done:stop]))
         done = stop
-        if max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k) <= done < s.samples:
-            tgt = _early_target(cfg, parts[0][0])
-            y = torch.cat(parts)[:, tgt].double().cpu().numpy()
-            sw = kernel(cosine_distance(ms.masks[:done])) * ms.weights[:done]
-            checks.append(_trust.split_half(ms.masks[:done], y, sw, cfg.surrogate.ridge_alpha))
-            if checks[-1].passes(s.early_stop):
-                break
-    record = _trust.EarlyStop(
-        threshold=s.early_stop,
-        step=s.step,
-        samples_requested=s.samples,
-        samples_used=done,
-        stopped=done < s.samples,
-        checks=checks,
-    )
-    return parts, record
+        judge = done >= first_check or done == s.samples
+        if not (partial is not None or (judge and s.early_stop is not None)):
+            continue
+        tgt = _early_target(cfg, parts[0][0])
+        y = torch.cat(parts)[:, tgt].double().cpu().numpy()
+        sw = kernel(cosine_distance(ms.masks[:done])) * ms.weights[:done]
+        if judge:
+            stream = stream_verdict(ms.masks[:done], y, sw, cfg)
+        if s.early_stop is not None and judge and done < s.samples:
+            checks.append(_trust.EarlyStopCheck.of(stream))
+        halt = bool(s.early_stop is not None and checks and checks[-1].passes(s.early_stop))
+        if partial is not None and not (halt or done == s.samples):
+            # the last one is the explanation itself, which explain() returns
+            w = fit_ridge(ms.masks[:done], y[:, None], sw, alpha=cfg.surrogate.ridge_alpha)
+            partial(Partial(done, s.samples, tgt, w.coef[0], stream if judge else None))
+        if halt:
+            break
+    record = None
+    if s.early_stop is not None:
+        record = _trust.EarlyStop(
+            threshold=s.early_stop,
+            step=s.step,
+            samples_requested=s.samples,
+            samples_used=done,
+            stopped=done < s.samples,
+            checks=checks,
+        )
+    return parts, record, stream
 
 
-def score(run: Runner, plan: Plan, cfg: ExplainConfig, kernel: Kernel) -> Scores:
-    """Score every block of the plan; the main sample in steps when stopping early.
+def score(
+    run: Runner,
+    plan: Plan,
+    cfg: ExplainConfig,
+    kernel: Kernel,
+    partial: Callable[[Partial], None] | None = None,
+) -> Scores:
+    """Score every block of the plan; the main sample in steps when stopping early or showing
+    partial results.
 
     Blocks go to the scorer in one call where they can (one pass over every row), in the
     order main, hidden alone, kept alone, repeats, hold-out.
     """
     k = plan.main.masks.shape[1]
-    early = None
+    early = stream = None
     parts: list[torch.Tensor] = []
-    if cfg.sampling.early_stop is not None:
-        parts, early = _score_main_early(run, plan, cfg, kernel)
-        n = early.samples_used
+    stepped = cfg.sampling.early_stop is not None or partial is not None
+    n = cfg.sampling.samples
+    if stepped:
+        parts, early, stream = _score_main_steps(run, plan, cfg, kernel, partial)
+        n = sum(len(p) for p in parts)
         if n < cfg.sampling.samples:
             run.total -= plan.rows(cfg.sampling.samples) - plan.rows(n)
-    else:
-        n = cfg.sampling.samples
     main = _cut(plan.main, n)
     repeats = [_cut(r, n) for r in plan.repeats]
     blocks: list[tuple[str, np.ndarray]] = []
-    if early is None:
+    if not stepped:
         blocks.append(("main", main.masks))
     if plan.deltas:
         blocks += [("hidden", ~np.eye(k, dtype=bool)), ("kept", np.eye(k, dtype=bool))]
@@ -441,7 +503,7 @@ def score(run: Runner, plan: Plan, cfg: ExplainConfig, kernel: Kernel) -> Scores
         for name, b in blocks:
             got[name] = out[start : start + len(b)]
             start += len(b)
-    main_out = torch.cat(parts) if early is not None else got["main"]
+    main_out = torch.cat(parts) if stepped else got["main"]
     return Scores(
         main=main,
         main_out=main_out,
@@ -450,6 +512,7 @@ def score(run: Runner, plan: Plan, cfg: ExplainConfig, kernel: Kernel) -> Scores
         repeats=tuple((r, got[f"repeat{i}"]) for i, r in enumerate(repeats)),
         holdout=(plan.holdout, got["holdout"]) if plan.holdout is not None else None,
         early_stop=early,
+        stream=stream,
     )
 
 
@@ -644,6 +707,15 @@ def run_trust_checks(
     stability = conv = None
     if t.repeats > 1:
         stability, conv = _stability(scores, surrogate, target, cfg, kernel)
+    elif scores.stream is not None and scores.stream.samples == scores.samples_used:
+        stability = scores.stream  # judged on exactly this sample while it was scored
+    else:
+        stability = stream_verdict(
+            scores.main.masks,
+            _column(scores.main_out, target),
+            sample_weights(scores.main, kernel),
+            cfg,
+        )
     sweep = None
     if t.kernel_widths:
         sweep = _trust.kernel_sweep(
@@ -724,6 +796,7 @@ def summarise(
         ),
         merged=sum(len(g) > 1 for g in regions.groups),
         kernel=getattr(kernel, "__name__", "custom"),
+        precision_reason=str(getattr(scorer, "precision_reason", "")),
     )
     assert len(keys) == regions.n_regions
     return Explanation(

@@ -336,6 +336,10 @@ class QueuedScorer:
     def channels_last(self) -> bool:
         return self.inner.channels_last
 
+    @property
+    def precision_reason(self) -> str:
+        return str(getattr(self.inner, "precision_reason", ""))
+
     def label(self, index: int) -> str:
         """Name of class ``index``."""
         return self.inner.label(index)

@@ -8,8 +8,12 @@ checks that the engine still gives them exactly.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+
+# The goldens are fp32 on every machine (precision "auto" would pick bf16 on a native-bf16 CPU).
+os.environ.setdefault("LIMECRAFT_CPU_BF16", "0")
 
 import numpy as np
 

@@ -251,7 +251,13 @@ def test_the_tag_drawn_by_hand_is_first_and_stable_over_repeats():
     consistent = 0
     for s in samples:
         res = explain(
-            s.image, clf, regions_mask=s.tag_mask, samples=1000, repeats=5, compute_deltas=False
+            s.image,
+            clf,
+            regions_mask=s.tag_mask,
+            samples=1000,
+            repeats=5,
+            compute_deltas=False,
+            early_stop=None,
         )
         st = res.trust.stability
         tag_first = int(np.argmax(st.mean)) == 0 and np.array(st.ci_low)[0] > np.max(

@@ -22,15 +22,18 @@ LABEL = "(?:" + "|".join(NAMES) + ")"
 def keras_like_onnx(path) -> None:
     """x: float32 [N, 32, 32, 3] (NHWC, symbolic batch) -> [N, 4] scores from the mean R, G, B
     and the brightness; the class names in metadata_props["labels"] as a JSON list."""
-    w = np.array(
-        [
-            [1.0, -0.5, -0.5],  # reddish
-            [-0.5, 1.0, -0.5],  # greenish
-            [-0.5, -0.5, 1.0],  # bluish
-            [1 / 3, 1 / 3, 1 / 3],  # bright
-        ],
-        np.float32,
-    ) * 20  # sharp enough that hiding a region moves the scores
+    w = (
+        np.array(
+            [
+                [1.0, -0.5, -0.5],  # reddish
+                [-0.5, 1.0, -0.5],  # greenish
+                [-0.5, -0.5, 1.0],  # bluish
+                [1 / 3, 1 / 3, 1 / 3],  # bright
+            ],
+            np.float32,
+        )
+        * 20
+    )  # sharp enough that hiding a region moves the scores
     b = np.array([0.0, 0.0, 0.0, -6.0], np.float32)
     nodes = [
         helper.make_node("Transpose", ["x"], ["nchw"], perm=[0, 3, 1, 2]),

@@ -163,7 +163,7 @@ def test_bf16_autocast_and_channels_last_reach_the_model_on_cpu(photo):
             return self.net(x)
 
     kw = dict(samples=400, segmentation="grid", n_segments=9, input_size=32, device="cpu")
-    fp32 = explain(photo, Probe(), **kw)
+    fp32 = explain(photo, Probe(), precision="fp32", channels_last=False, **kw)
     assert seen[-1] == (False, torch.float32)
     fast = explain(photo, Probe(), precision="bf16", channels_last=True, **kw)
     assert seen[-1] == (True, torch.bfloat16)
@@ -172,6 +172,7 @@ def test_bf16_autocast_and_channels_last_reach_the_model_on_cpu(photo):
     assert spearmanr(fast.weights, fp32.weights).statistic >= 0.8
 
 
-def test_classifier_defaults_are_fp32_and_contiguous_on_cpu():
+def test_classifier_defaults_on_a_cpu_without_native_bf16_are_fp32_and_channels_last():
+    # tests/conftest.py sets LIMECRAFT_CPU_BF16=0; tests/test_fast.py covers native bf16
     clf = Classifier(torch.nn.Identity(), device="cpu")
-    assert clf.precision == "fp32" and clf.channels_last is False
+    assert clf.precision == "fp32" and clf.channels_last is True

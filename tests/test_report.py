@@ -133,7 +133,7 @@ def test_report_summary_names_the_class_the_region_and_what_hiding_it_does(tagge
     assert page.index('class="conclusion"') < page.index("<img") < page.index("<table")
 
 
-def test_report_without_repeats_gives_the_fit_verdict_and_unnamed_regions_their_id(quadrants):
+def test_report_of_one_sample_gives_its_verdict_and_unnamed_regions_their_id(quadrants):
     res = explain(
         quadrants,
         TagModel(),
@@ -147,7 +147,9 @@ def test_report_without_repeats_gives_the_fit_verdict_and_unnamed_regions_their_
     sentence = text(conclusion(page))
     top = int(np.argmax(res.weights))
     assert f"driven by region {top}: hiding it lowers the class 0 score by" in sentence
-    assert sentence.endswith(f"Surrogate fit good (R² {res.score:.2f}).")
+    assert sentence.endswith(
+        f"Surrogate fit good (R² {res.score:.2f}); {res.verdict} across 5 resamples of one sample."
+    )
     assert "repeats" not in sentence
 
 

@@ -113,6 +113,7 @@ def test_repeats_share_one_batched_pass(photo):
         n_segments=4,
         dedup=False,
         compute_deltas=False,
+        early_stop=None,
     )
     assert calls == [120]  # 3 repeats x 40 samples in one call
 
@@ -241,19 +242,19 @@ def test_sign_entropy_is_slice_s_binary_entropy():
 
 
 def test_the_early_stop_check_and_the_verdict_use_one_rule():
-    """split_half judges two halves with stability()'s own rule: a check passes at the default
-    threshold exactly when the halves' verdict is "stable", and says so in the same words."""
+    """The early-stop check is the one-sample verdict (stream_stability): a check passes at the
+    default threshold exactly when that verdict is "stable", and says so in the same words."""
     rng = np.random.default_rng(3)
     masks = rng.random((400, 8)) < 0.5
     masks[0] = True
-    from limecraft_core.trust import split_half
+    from limecraft_core.trust import EarlyStopCheck, stream_stability
 
     checks = []
     for coef in ([1.0, 0, 0, 0, 0, 0, 0, 0], [0.0] * 8):
         y = masks @ np.asarray(coef) + rng.normal(0, 0.2, 400)
-        c = split_half(masks, y, np.ones(400), alpha=1.0)
+        c = EarlyStopCheck.of(stream_stability(masks, y, np.ones(400), alpha=1.0))
         assert c.passes(0.9) == (c.verdict == "stable")
-        assert c.reason.startswith(c.verdict + ":") and "halves" in c.reason
+        assert c.reason.startswith(c.verdict + ":") and "resamples" in c.reason
         checks.append(c)
     assert checks[0].passes(0.9)  # one clear region: stable, the early stop stops
     assert not checks[1].passes(0.9)  # no signal: never

@@ -78,10 +78,13 @@ with right:
     clicked = st.button("Explain", type="primary", key="explain")
     if st.session_state.get("cancel-Explaining"):
         st.info("Explain was cancelled. Your regions and earlier results are kept.")
-    if clicked:
+    # "Stop here" in the live result: finish with the samples scored so far (none rescored)
+    stop_at = state.stop_here_samples(s.image, reg, A.model_ref(s), config)
+    if clicked or stop_at:
         if state.ready_classifier(s) is not None:
             try:
-                ex = state.run_explain(s.image, reg, A.model_ref(s), config)
+                run_config = config.replace(samples=stop_at) if stop_at else config
+                ex = state.run_explain(s.image, reg, A.model_ref(s), run_config, live=True)
                 A.set_explanation(s, ex, config)
             except (lc.LimecraftError, lc.ModelError) as e:
                 display.error(f"Explain failed: {e}")
@@ -90,8 +93,8 @@ with right:
         run = ex.run
         used, asked = run.samples_used or ex.config.sampling.samples, ex.config.sampling.samples
         samples = f"{used} samples" + (
-            f" (stopped early, {asked} allowed: two halves of the sample were already stable "
-            "by the Trust verdict's rule)"
+            f" (stopped early, {asked} allowed: the sample was already stable by the Trust "
+            "verdict's rule)"
             if used < asked
             else ""
         )

@@ -59,7 +59,7 @@ def trust_controls(s) -> lc.ExplainConfig:
 
 def _stability(s: state.AppState, ex: lc.Explanation) -> None:
     stb = ex.trust.stability
-    st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.repeats} repeats")
+    st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.runs}")
     if stb.reason:
         st.markdown(display.md(stb.reason[0].upper() + stb.reason[1:]) + ".")
     m = len(stb.matter)
@@ -76,11 +76,14 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
         f"overlap ≥ {T.STABLE_JACCARD} and no sign flip (and at least one region is "
         f"distinguishable from zero); unstable when W < {T.UNSTABLE_W}, overlap < "
         f"{T.UNSTABLE_JACCARD} or over {T.UNSTABLE_FLIPS:.0%} flip; borderline in between. "
-        "Stopping early uses the same rule on two halves of one sample."
+        "With one run (Repeats 1), the runs judged are 5 bootstrap resamples of its sample "
+        "(the median of 8 such groups): no extra model pass. Stopping early uses that verdict."
     )
     left, right = display.columns([1, 1], gap="large")
     with left:
-        st.markdown("**Mean weight over the repeats, with its 95% interval** (top 15 by |mean|)")
+        st.markdown(
+            f"**Mean weight over the {stb.runs}, with its 95% interval** (top 15 by |mean|)"
+        )
         st.altair_chart(
             charts.interval_chart(
                 np.array(stb.mean),
@@ -93,7 +96,7 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
         st.caption(":green[■] for the class · :red[■] against it · black line: the 95% interval")
     with right:
         unsure = stb.inconsistent_sign
-        st.markdown("**Sign consistency** (SLICE's sign entropy over the repeats)")
+        st.markdown(f"**Sign consistency** (SLICE's sign entropy over the {stb.runs})")
         grey = st.checkbox(
             "Grey out regions whose sign is not consistent",
             True,
@@ -112,7 +115,7 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
         if unsure:
             worst = sorted(unsure, key=lambda i: -stb.sign_entropy[i])
             st.caption(
-                f"{len(unsure)} of {ex.n_regions} regions change sign across the repeats"
+                f"{len(unsure)} of {ex.n_regions} regions change sign across the {stb.runs}"
                 + (" (greyed out)" if grey else "")
                 + ": "
                 + ", ".join(
@@ -124,7 +127,7 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
             )
         else:
             st.caption(
-                f"Every region keeps one sign in all {stb.repeats} repeats (sign entropy 0). "
+                f"Every region keeps one sign in all {stb.runs} (sign entropy 0). "
                 "The overlay shows the mean weights."
             )
 

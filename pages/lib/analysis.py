@@ -48,8 +48,9 @@ __all__ = [
 
 FORMAT = "limecraft-analysis"
 FORMAT_VERSION = 1
-#: The app's default settings: the engine's, with repeats=3 so every result has a stability verdict.
-APP_CONFIG = lc.ExplainConfig.from_flat(repeats=3)
+#: The app's default settings: the engine's. Every result has a stability verdict from its one
+#: sample (resampled; no extra model pass), and sampling stops once that verdict is stable.
+APP_CONFIG = lc.ExplainConfig()
 #: A saved analysis (or an exported file) is refused above this size.
 MAX_JSON_BYTES = 100 * 2**20
 MAX_HAND_REGIONS = 200

@@ -15,6 +15,11 @@ from PIL import Image
 from limecraft_core import render
 
 DISPLAY_WIDTH = 560  # px sent to the browser for the main pictures
+VERDICT_TEXT = {
+    "stable": ":green-badge[stable]",
+    "borderline": ":orange-badge[borderline]",
+    "unstable": ":red-badge[unstable]",
+}
 NARROW_PX = 720  # a main area narrower than this stacks side-by-side columns
 
 

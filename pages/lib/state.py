@@ -19,6 +19,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -36,7 +37,7 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
     SegSettings,
     next_colour,
 )
-from pages.lib.display import error, md
+from pages.lib.display import VERDICT_TEXT, error, md
 from pages.lib.progress import ExplainProgress
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
@@ -407,14 +408,103 @@ def explanation_key(
     return h.hexdigest()
 
 
+def scene_key(
+    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
+) -> str:
+    """What the model's score of a mask depends on: the image, the regions, the model, the fill
+    and the speed settings (not the sampling, surrogate or trust settings)."""
+    h = hashlib.sha256()
+    for a in (image, reg.atoms):
+        h.update(str(a.shape).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    h.update(repr(model).encode())
+    d = config.to_dict()
+    h.update(json.dumps([d["fill"], d["speed"]], sort_keys=True).encode())
+    h.update(json.dumps([reg.keys, reg.source], sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def score_memo(key: str) -> lc.MaskCache:
+    """This session's model scores for the scene ``key``, kept across runs, so that an Explain
+    stopped half-way (Stop here, Cancel, a reload of the page) does not score its masks again.
+    One scene is kept: a new one replaces it."""
+    held = st.session_state.get("_score_memo")
+    if held is None or held[0] != key:
+        held = (key, lc.MaskCache())
+        st.session_state["_score_memo"] = held
+    return held[1]
+
+
+LIVE_TOP_K = 5  # regions tinted on each side in the live result
+
+
+def live_result(
+    slot: Any,
+    image: np.ndarray,
+    reg: lc.Regions,
+    label: str,
+    p: lc.Partial,
+    stop_key: str | None,
+) -> None:
+    """The explanation so far, while it is computed: the top regions on the image, the verdict
+    as it firms up, and (for Explain) a button that keeps this result."""
+    over = render.weight_overlay(
+        image,
+        reg.labels,
+        p.weights,
+        k=min(LIVE_TOP_K, reg.n_regions),
+        min_share=render.MIN_SHARE,
+        long_side=480,
+    )
+    stb = p.stability
+    if stb is None:
+        verdict = ":gray-badge[not judged yet] (from 200 samples on)"
+    else:
+        why = stb.reason.split(": ", 1)[-1]
+        verdict = f"{VERDICT_TEXT[stb.verdict]} so far: {md(why)}"
+    with slot.container(border=True):
+        st.markdown(
+            f"**Live result for {md(label)}** · {p.samples} of up to {p.allowed} samples  \n"
+            + verdict
+        )
+        st.image(
+            over,
+            caption=f"top {LIVE_TOP_K} regions for (green) and against (red) the class, "
+            "refined as samples come in",
+            width="stretch",
+        )
+        if stop_key is not None:
+            st.button(
+                f"Stop here and keep this result ({p.samples} samples)",
+                key=f"stop_here_{p.samples}",
+                on_click=st.session_state.__setitem__,
+                args=("stop_here", {"key": stop_key, "samples": p.samples}),
+                help="Finishes the explanation with the samples scored so far; nothing is "
+                "scored twice",
+            )
+
+
+def stop_here_samples(
+    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
+) -> int | None:
+    """The sample count the analyst chose with "Stop here" for this very Explain, or None."""
+    asked = st.session_state.pop("stop_here", None)
+    if asked and asked["key"] == explanation_key(image, reg, model, config):
+        return int(asked["samples"])
+    return None
+
+
 def run_explain(
     image: np.ndarray,
     reg: lc.Regions,
     model: A.ModelRef,
     config: lc.ExplainConfig,
     status_label: str = "Explaining",
+    *,
+    live: bool = False,
 ) -> lc.Explanation:
-    """Explain with a progress bar (per batch, with time left) and a Cancel button."""
+    """Explain with a progress bar (per batch, with time left), a Cancel button and, with
+    ``live``, the result so far after each step, with a "Stop here" button."""
     key = explanation_key(image, reg, model, config)
     cached = explanation_cache().get(key)
     if cached is not None:
@@ -423,6 +513,7 @@ def run_explain(
     bar = st.progress(0.0, text=f"{status_label}: starting…")
     cancel_slot = st.empty()
     cancel_slot.button("Cancel", key=f"cancel-{status_label}", help="Stops after the current batch")
+    live_slot = st.empty() if live else None
     line = ExplainProgress(status_label)
 
     def progress(done: int, total: int) -> None:
@@ -436,6 +527,9 @@ def run_explain(
         if line.text() != before:
             bar.progress(line.fraction, text=line.text())
 
+    def partial(p: lc.Partial) -> None:
+        live_result(live_slot, image, reg, clf.label(p.target), p, key)
+
     # A Ray Serve deployment batches across sessions itself, and composes next to its model:
     # only local models go through this process's work queue.
     runner = (
@@ -443,9 +537,19 @@ def run_explain(
         if isinstance(clf, serving.RemoteScorer)
         else serving.QueuedScorer(clf, work_queue(), alive=session_alive(), on_wait=waiting)
     )
-    ex = lc.explain(image, runner, segments=reg, config=config, progress=progress)
+    ex = lc.explain(
+        image,
+        runner,
+        segments=reg,
+        config=config,
+        progress=progress,
+        partial=partial if live else None,
+        memo=score_memo(scene_key(image, reg, model, config)),
+    )
     bar.empty()
     cancel_slot.empty()
+    if live_slot is not None:
+        live_slot.empty()
     explanation_cache().put(key, ex)
     return ex
 

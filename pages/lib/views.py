@@ -67,11 +67,7 @@ def explain_controls(s: Any) -> lc.ExplainConfig:
         return cur
 
 
-VERDICT_TEXT = {
-    "stable": ":green-badge[stable]",
-    "borderline": ":orange-badge[borderline]",
-    "unstable": ":red-badge[unstable]",
-}
+VERDICT_TEXT = display.VERDICT_TEXT
 
 
 FIDELITY_TEXT = {
@@ -85,12 +81,12 @@ def verdict_badge(ex: lc.Explanation) -> str:
     """Markdown for the stability verdict of an explanation (or why there is none)."""
     st_ = ex.trust.stability
     if st_ is None:
-        return ":gray-badge[stability not checked] (set Repeats to 2 or more)"
+        return ":gray-badge[stability not checked]"
     if st_.reason:  # "stable: the 1 region that matters is first in all 5 repeats; ..."
         why = st_.reason.split(": ", 1)[-1]
-        return f"{VERDICT_TEXT[st_.verdict]} over {st_.repeats} repeats: {display.md(why)}"
+        return f"{VERDICT_TEXT[st_.verdict]} over {st_.runs}: {display.md(why)}"
     return (  # an explanation saved before the verdict judged the regions that matter
-        f"{VERDICT_TEXT[st_.verdict]} over {st_.repeats} repeats "
+        f"{VERDICT_TEXT[st_.verdict]} over {st_.runs} "
         f"(Kendall's W {st_.kendall_w:.2f}, top-5 overlap {st_.jaccard_top5:.2f})"
     )
 

@@ -1,0 +1,248 @@
+"""Fast by default (issue 17): the one-sample verdict, early stop on, partial results, the score
+memo, and precision "auto" on a CPU with native bf16."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import limecraft_core as lc
+from limecraft_core import stages, trust
+from limecraft_core.classifier import BF16_CHECK_ROWS
+from limecraft_core.surrogate import cosine_distance, fit_ridge, make_kernel
+from tests.toys import ChannelMeans, LinearPixels
+
+KERNEL = make_kernel(0.25)
+
+
+def _linear_sample(k: int, n: int, seed: int, noise: float, true: np.ndarray | None = None):
+    """Bernoulli masks over k regions and a linear response with Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    ms = lc.sample_masks(k, n, rng=seed)
+    true = np.linspace(1.0, 0.0, k) if true is None else true
+    y = ms.masks @ true + noise * rng.standard_normal(n)
+    return ms, y, KERNEL(cosine_distance(ms.masks)) * ms.weights
+
+
+# ----------------------------------------------------------------------------- the verdict
+
+
+def test_ridge_coefs_is_fit_ridge_for_every_weighting():
+    ms, y, sw = _linear_sample(12, 300, 0, 0.1)
+    rng = np.random.default_rng(1)
+    weightings = np.stack([sw * rng.multinomial(300, np.full(300, 1 / 300)) for _ in range(4)])
+    got = trust.ridge_coefs(ms.masks, y, weightings, alpha=1.0)
+    for w, row in zip(weightings, got, strict=True):
+        want = fit_ridge(ms.masks, y[:, None], w, alpha=1.0).coef[0]
+        np.testing.assert_allclose(row, want, rtol=1e-9, atol=1e-12)
+
+
+def test_one_sample_verdict_is_stable_for_a_clean_signal_and_not_for_noise():
+    ms, y, sw = _linear_sample(10, 600, 0, 0.01)
+    clean = trust.stream_stability(ms.masks, y, sw, 1.0, seed=3)
+    assert clean.verdict == "stable" and clean.source == "stream"
+    assert clean.stable_share == 1.0 and clean.samples == 600 and clean.repeats == 5
+    assert "resamples of the sample" in clean.reason
+    noise = np.random.default_rng(5).standard_normal(600)
+    judged = trust.stream_stability(ms.masks, noise, sw, 1.0, seed=3)
+    assert judged.verdict != "stable"
+
+
+def test_one_sample_verdict_is_reproducible_and_costs_no_model_pass():
+    calls = []
+
+    def model(x):
+        calls.append(len(x))
+        return x.mean(dim=(2, 3))
+
+    img = np.random.default_rng(0).integers(0, 255, (32, 32, 3), np.uint8)
+    kw = dict(samples=200, segmentation="grid", n_segments=9, compute_deltas=False)
+    a = lc.explain(img, model, early_stop=None, **kw)
+    passes = sum(calls)
+    b = lc.explain(img, model, early_stop=None, **kw)
+    assert a.trust.stability is not None and a.trust.stability.source == "stream"
+    assert a.trust.stability == b.trust.stability
+    assert passes == a.run.model_passes <= 200  # the main sample only: no repeat was scored
+
+
+def test_one_sample_verdict_agrees_with_five_independent_repeats_on_toys():
+    """The honesty check in miniature: over noise levels from clean to hopeless, the verdict
+    from one sample (resampled) and from 5 independent samples of the same size agree in most
+    cases; bench/bench_fast.py measures it on real models."""
+    k, n, agree, cases = 12, 300, 0, 0
+    true = np.r_[np.linspace(1.0, 0.2, 4), np.zeros(k - 4)]
+    for noise in (0.02, 0.1, 0.3, 1.0, 3.0):
+        for seed in range(4):
+            one = _linear_sample(k, n, 100 * seed, noise, true)
+            judged = trust.stream_stability(one[0].masks, one[1], one[2], 1.0, seed=seed)
+            ws = []
+            for r in range(5):
+                ms, y, sw = _linear_sample(k, n, 100 * seed + r, noise, true)
+                ws.append(fit_ridge(ms.masks, y[:, None], sw, alpha=1.0).coef[0])
+            agree += judged.verdict == trust.stability(np.stack(ws)).verdict
+            cases += 1
+    assert agree / cases >= 0.75, f"{agree}/{cases}"
+
+
+# ----------------------------------------------------------------------------- defaults
+
+
+def test_the_defaults_stop_early_with_a_verdict_and_no_repeats(quadrants):
+    ex = lc.explain(quadrants, LinearPixels((32, 32)), segmentation="grid", n_segments=16)
+    cfg = ex.config
+    assert cfg.sampling.early_stop == 0.9 and cfg.trust.repeats == 1
+    stb = ex.trust.stability
+    assert stb.source == "stream" and stb.verdict == "stable"
+    assert ex.trust.early_stop.stopped and ex.run.samples_used < 1000
+    # the final verdict is the last early-stop check's (the same sample, the same seed)
+    assert ex.trust.early_stop.checks[-1].verdict == stb.verdict
+    assert stb.samples == ex.run.samples_used
+    assert ex.run.model_passes <= ex.run.samples_used + 2 * ex.n_regions
+
+
+def test_independent_repeats_are_still_a_setting(quadrants):
+    ex = lc.explain(
+        quadrants, ChannelMeans(), segmentation="grid", n_segments=9, samples=200, repeats=3
+    )
+    assert ex.trust.stability.source == "repeats" and ex.trust.stability.repeats == 3
+    assert "3 repeats" in ex.trust.stability.runs
+
+
+def test_the_stream_verdict_round_trips_through_json(quadrants, tmp_path):
+    ex = lc.explain(quadrants, ChannelMeans(), segmentation="grid", n_segments=9, samples=300)
+    back = lc.Explanation.from_json(ex.to_json())
+    assert back.trust.stability == ex.trust.stability
+    assert back.run.precision_reason == ex.run.precision_reason
+
+
+# ----------------------------------------------------------------------------- partial results
+
+
+def test_partial_results_refine_and_end_before_the_result(quadrants):
+    seen: list[lc.Partial] = []
+    ex = lc.explain(
+        quadrants,
+        LinearPixels((32, 32)),
+        segmentation="grid",
+        n_segments=16,
+        samples=600,
+        early_stop=None,
+        early_stop_step=100,
+        partial=seen.append,
+    )
+    assert [p.samples for p in seen] == [100, 200, 300, 400, 500]  # 600 is the result itself
+    assert all(p.allowed == 600 and p.weights.shape == (16,) for p in seen)
+    assert seen[0].stability is None  # under max(200, 4K) = 200 samples: not judged yet
+    assert all(p.stability is not None and p.stability.samples == p.samples for p in seen[1:])
+    assert not np.allclose(seen[0].weights, seen[-1].weights)  # it refines
+    assert seen[-1].target == ex.target
+    assert np.corrcoef(seen[-1].weights, ex.weights)[0, 1] > 0.9
+
+
+def test_partial_results_stop_with_early_stop(quadrants):
+    seen: list[lc.Partial] = []
+    ex = lc.explain(
+        quadrants, LinearPixels((32, 32)), segmentation="grid", n_segments=4, partial=seen.append
+    )
+    assert ex.trust.early_stop.stopped
+    assert all(p.samples < ex.run.samples_used for p in seen)
+
+
+# ----------------------------------------------------------------------------- the memo
+
+
+def test_no_signal_is_never_called_stable(quadrants):
+    """ChannelMeans sees only the mean colour, which the mean fill keeps: hiding a region
+    changes nothing, the weights are rounding noise, and the verdict says so."""
+    ex = lc.explain(quadrants, ChannelMeans(), segmentation="grid", n_segments=16)
+    assert ex.trust.stability.verdict != "stable" and not ex.trust.early_stop.stopped
+
+
+def test_a_memo_keeps_the_scores_of_an_interrupted_run(quadrants):
+    calls = []
+
+    def model(x):
+        calls.append(len(x))
+        return x.mean(dim=(2, 3))
+
+    kw = dict(segmentation="grid", n_segments=16, early_stop=None, compute_deltas=False)
+    memo = lc.MaskCache()
+    steps = []
+
+    def cancel() -> bool:
+        return len(steps) >= 3
+
+    with pytest.raises(lc.Cancelled):
+        lc.explain(
+            quadrants,
+            model,
+            samples=1000,
+            early_stop_step=100,
+            memo=memo,
+            partial=steps.append,
+            cancel=cancel,
+            **kw,
+        )
+    first = stages.plan_samples(16, lc.ExplainConfig.from_flat(samples=1000)).main.masks[:300]
+    assert len(memo) >= len(np.unique(first, axis=0))  # the steps scored before the cancel
+    calls.clear()
+    ex = lc.explain(quadrants, model, samples=300, memo=memo, **kw)  # "stop here" at 300
+    assert sum(calls) == 0 and ex.run.model_passes == 0
+    fresh = lc.explain(quadrants, model, samples=300, **kw)
+    np.testing.assert_allclose(ex.weights, fresh.weights, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- precision auto
+
+
+class Quantised(torch.nn.Module):
+    """A model whose output hangs on differences far below bf16's resolution: a linear layer
+    (which bf16 autocast runs in bf16) adding tiny colour effects to a large bias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 2)
+        with torch.no_grad():
+            self.fc.weight.copy_(torch.tensor([[1e-2, 2e-2, 3e-2], [0.0, 0.0, 0.0]]))
+            self.fc.bias.copy_(torch.tensor([1000.0, 1000.02]))
+
+    def forward(self, x):
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def test_auto_precision_on_a_native_bf16_cpu_keeps_bf16_when_it_agrees(monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
+    clf = lc.Classifier(ChannelMeans(), input_size=32)
+    assert clf.precision == "fp32" and "until bf16 is checked" in clf.precision_reason
+    clf(torch.rand(1, 3, 32, 32))  # one image: too few to judge, runs in fp32
+    assert clf.precision == "fp32"
+    # images whose colours differ widely: the class scores vary far above bf16's rounding
+    x = torch.rand(BF16_CHECK_ROWS, 3, 1, 1).expand(-1, -1, 32, 32).contiguous()
+    out = clf(x)
+    assert out.shape == (BF16_CHECK_ROWS, 4)
+    assert clf.precision == "bf16" and "agrees with fp32" in clf.precision_reason
+
+
+def test_auto_precision_falls_back_to_fp32_when_bf16_disagrees(monkeypatch, quadrants):
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
+    clf = lc.Classifier(Quantised(), input_size=32)
+    ex = lc.explain(quadrants, clf, segmentation="grid", n_segments=4, samples=50)
+    assert clf.precision == "fp32" and ex.run.precision == "fp32"
+    assert "does not agree" in ex.run.precision_reason
+
+
+def test_auto_precision_is_fp32_without_native_bf16_and_as_asked_otherwise(monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "0")
+    clf = lc.Classifier(ChannelMeans(), input_size=32)
+    clf(torch.rand(BF16_CHECK_ROWS, 3, 32, 32))
+    assert clf.precision == "fp32" and "no native bf16" in clf.precision_reason
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
+    asked = lc.Classifier(ChannelMeans(), input_size=32, precision="fp32")
+    asked(torch.rand(BF16_CHECK_ROWS, 3, 32, 32))
+    assert asked.precision == "fp32" and asked.precision_reason == "fp32, as asked"
+
+
+def test_channels_last_is_the_default_for_modules_only():
+    assert lc.Classifier(ChannelMeans()).channels_last
+    assert not lc.Classifier(lambda x: x.mean(dim=(2, 3))).channels_last
