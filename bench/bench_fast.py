@@ -129,11 +129,11 @@ def honesty(
 
     return {
         "at_stop": at(n_stop),
-        "sizes": {n: at(n) for n in SIZES},
+        "sizes": {n: at(n) for n in SIZES if n <= len(streams[0].masks)},
     }
 
 
-def run_case(arch: str, name: str, skip_today: bool) -> dict[str, Any]:
+def run_case(arch: str, name: str, skip_today: bool, n_ref: int = 1000) -> dict[str, Any]:
     img = photo(name)
     regions, _ = stages.prepare_regions(
         as_float_image(img),
@@ -141,7 +141,7 @@ def run_case(arch: str, name: str, skip_today: bool) -> dict[str, Any]:
     )
     old = classifier(arch, precision="fp32", channels_last=False)
     memo = lc.MaskCache()
-    today_kw = dict(samples=1000, repeats=3, early_stop=None, precision="fp32")
+    today_kw = dict(samples=n_ref, repeats=3, early_stop=None, precision="fp32")
     out: dict[str, Any] = {"model": arch, "image": name, "regions": regions.n_regions}
     if not skip_today:
         today, t_today = timed(
@@ -154,22 +154,32 @@ def run_case(arch: str, name: str, skip_today: bool) -> dict[str, Any]:
             "samples": today.run.samples_used,
         }
     ref_cfg = lc.ExplainConfig.from_flat(
-        segmentation="given", samples=1000, repeats=5, early_stop=None, precision="fp32"
+        segmentation="given", samples=n_ref, repeats=5, early_stop=None, precision="fp32"
     )
     ref, t_ref = timed(lambda: lc.explain(img, old, segments=regions, memo=memo, config=ref_cfg))
     w_ref = np.asarray(ref.trust.stability.mean)
     out["reference"] = {
         "seconds": t_ref,
         "passes_new": ref.run.model_passes,
-        "rows": 5 * 1000 + 2 * regions.n_regions,
+        "rows": 5 * n_ref + 2 * regions.n_regions,
         "verdict": ref.trust.stability.verdict,
         "target": ref.target,
     }
     new_clf = classifier(arch)  # every setting at its default, as the app and the CLI
-    new, t_new = timed(lambda: lc.explain(img, new_clf, segments=regions))
+    first: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def seen(p: lc.Partial) -> None:  # when the app shows the weights and the verdict
+        first.setdefault("first_s", time.perf_counter() - t0)
+        if p.final:
+            first["final_s"] = time.perf_counter() - t0
+
+    new, t_new = timed(lambda: lc.explain(img, new_clf, segments=regions, partial=seen))
     t5, sp = agreement(new.weights, w_ref) if new.target == ref.target else (float("nan"),) * 2
     out["new"] = {
         "seconds": t_new,
+        "first_weights_s": first.get("first_s"),
+        "weights_and_verdict_s": first.get("final_s"),
         "passes": new.run.model_passes,
         "samples": new.run.samples_used,
         "verdict": new.trust.stability.verdict,
@@ -301,7 +311,8 @@ def markdown(cases: list[dict[str, Any]], rts: list[dict[str, Any]], meta: dict)
         today = f"{t['seconds']:.0f} s, {t['verdict']}" if t else "—"
         lines.append(
             f"| {c['model']} | {c['image']} ({c['regions']} regions) | {today} | "
-            f"**{n['seconds']:.1f} s**, {n['verdict']}, {n['precision']} | "
+            f"**{n['seconds']:.1f} s** (weights and verdict at {_f(n['weights_and_verdict_s'], '{:.1f}')} s, "
+            f"first weights at {_f(n['first_weights_s'], '{:.1f}')} s), {n['verdict']}, {n['precision']} | "
             f"{r['verdict']} ({r['passes_new']} of {r['rows']} passes new, {r['seconds']:.0f} s) | "
             f"top-5 {_f(n['top5_overlap'])}, Spearman {_f(n['spearman_top10'])} | "
             f"new: {n['samples']} samples, {n['passes']} passes"
@@ -341,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--images", default=",".join(IMAGES))
     ap.add_argument("--skip", default="", help="comma-separated: today, runtimes")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "fast"))
+    ap.add_argument(
+        "--ref-samples", type=int, default=1000, help="N of today's defaults and the reference"
+    )
     a = ap.parse_args(argv)
     skip = set(filter(None, a.skip.split(",")))
     meta = {
@@ -360,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     for arch in a.archs.split(","):
         for name in a.images.split(","):
             print(f"{arch} / {name} …", flush=True)
-            cases.append(run_case(arch, name, "today" in skip))
+            cases.append(run_case(arch, name, "today" in skip, a.ref_samples))
     rts = [] if "runtimes" in skip else runtimes()
     md = markdown(cases, rts, meta)
     print(md)

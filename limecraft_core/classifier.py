@@ -33,9 +33,9 @@ NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = 
 }
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-# precision="auto" on a CPU with native bf16 keeps bf16 when, on the first batch of at least
-# this many images, the explained class's probability under bf16 correlates with fp32's at
-# least this much and the top class of the first image is the same.
+# precision="auto" on a CPU with native bf16 keeps bf16 when, on the first this-many images of
+# the first batch that has them, the top class's probability under bf16 correlates with fp32's
+# at least this much and the top class of the first image is the same.
 BF16_CHECK_ROWS, BF16_MIN_CORR = 8, 0.99
 
 
@@ -225,10 +225,12 @@ class Classifier:
         """precision="auto" on a native-bf16 CPU: run the batch in both precisions and keep
         bf16 when it agrees with fp32 (top class of the first image, and the correlation of
         that class's probability over the batch); returns the chosen precision's scores."""
-        fp32 = self._checked(self._forward(x, "fp32"), n)
         bf16 = self._checked(self._forward(x, "bf16"), n)
+        m = BF16_CHECK_ROWS  # fp32 on the first rows only: the check costs that many passes
+        fp32 = self._checked(self._forward(x[:m], "fp32"), m)
         c = int(torch.argmax(fp32[0]))
-        p32, p16 = torch.softmax(fp32, 1)[:, c].double(), torch.softmax(bf16, 1)[:, c].double()
+        p32 = torch.softmax(fp32, 1)[:, c].double()
+        p16 = torch.softmax(bf16[:m], 1)[:, c].double()
         same_top = int(torch.argmax(bf16[0])) == c
         if float(p32.std()) == 0.0:
             corr = 1.0 if bool(torch.equal(p32, p16)) else 0.0
@@ -239,11 +241,11 @@ class Classifier:
         self.precision_reason = (
             f"{self.precision}: this CPU does bf16 natively and bf16 "
             + ("agrees" if keep else "does not agree")
-            + f" with fp32 on a first batch of {n} images (correlation {corr:.4f} of the top "
+            + f" with fp32 on {m} first images (correlation {corr:.4f} of the top "
             f"class's probability, top class {'the same' if same_top else 'changed'})"
         )
         self._bf16_check = False
-        return bf16 if keep else fp32
+        return bf16 if keep else self._checked(self._forward(x, "fp32"), n)
 
     def _checked(self, out: Any, n: int) -> torch.Tensor:
         """The model's output as finite (n, C) float32 scores, or a ModelError saying why not."""

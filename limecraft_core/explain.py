@@ -97,8 +97,8 @@ def explain(
         rely on: adds ``trust.localisation`` (no model pass)
     progress, cancel : callable(done, total) after each model batch; callable() -> bool that
         stops with ``Cancelled`` when True
-    partial : callable(stages.Partial) after each step of the main sample but the last: the
-        weights and one-sample verdict so far, for a front end to show them refining
+    partial : callable(stages.Partial) after each step of the main sample: the weights and
+        one-sample verdict so far (the last one final), for a front end to show them refining
     memo : MaskCache of scores by mask, kept by the caller across runs of one image, regions,
         model, fill and speed settings (and only those): its masks are not scored again
     **settings

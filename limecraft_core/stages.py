@@ -396,6 +396,8 @@ class Partial:
     target : int, the explained class
     weights : (K,) float ndarray, the surrogate's weights on the samples so far
     stability : the one-stream verdict on them, or None before the first check size
+    final : bool, the main sample is complete (the explanation's own weights and verdict; the
+        per-region deltas, repeats and other checks are scored after it)
     """
 
     samples: int
@@ -403,6 +405,7 @@ class Partial:
     target: int
     weights: np.ndarray
     stability: _trust.Stability | None
+    final: bool = False
 
 
 def stream_verdict(
@@ -444,10 +447,10 @@ def _score_main_steps(
         if s.early_stop is not None and judge and done < s.samples:
             checks.append(_trust.EarlyStopCheck.of(stream))
         halt = bool(s.early_stop is not None and checks and checks[-1].passes(s.early_stop))
-        if partial is not None and not (halt or done == s.samples):
-            # the last one is the explanation itself, which explain() returns
+        if partial is not None:  # the final one comes before the deltas and other checks
             w = fit_ridge(ms.masks[:done], y[:, None], sw, alpha=cfg.surrogate.ridge_alpha)
-            partial(Partial(done, s.samples, tgt, w.coef[0], stream if judge else None))
+            final = halt or done == s.samples
+            partial(Partial(done, s.samples, tgt, w.coef[0], stream if judge else None, final))
         if halt:
             break
     record = None

@@ -64,6 +64,8 @@ def _number(s: FieldSpec, value: Any, col: Any) -> Any:
         value = cast(
             min(max(value, lo if lo is not None else value), hi if hi is not None else value)
         )
+    # empty is None: "the default" where the default is None, else "off" (e.g. early stop)
+    empty = DEFAULT_LABEL if s.default is None else "off"
     return col.number_input(
         _label(s),
         min_value=lo,
@@ -71,8 +73,8 @@ def _number(s: FieldSpec, value: Any, col: Any) -> Any:
         value=value,
         step=1 if is_int else None,
         key=key_of(s.name),
-        help=s.help + (" (empty: the default)" if s.optional else ""),
-        placeholder=DEFAULT_LABEL if s.optional else None,
+        help=s.help + (f" (empty: {empty})" if s.optional else ""),
+        placeholder=empty if s.optional else None,
     )
 
 
