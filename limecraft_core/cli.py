@@ -348,6 +348,14 @@ def _print_summary(
         f"target={label}; class={result.target}; {output_space}={result.predictions[0]:.3f}; "
         f"regions={result.n_regions}; R^2={result.score:.3f}; time={result.timings['total_s']:.2f} s"
     )
+    run, asked = result.run, result.config.sampling.samples
+    print(
+        f"run: samples={run.samples_used}; allowed={asked}; "
+        f"stopped early={'yes' if run.samples_used < asked else 'no'}; "
+        f"model passes={run.model_passes}; precision={run.precision}"
+    )
+    if run.precision_reason:
+        print(f"precision: {run.precision_reason}")
     chosen = render.tinted_regions(result.weights, k=k)
     if chosen.ids:
         print(

@@ -310,7 +310,10 @@ class SamplingConfig(_Group):
         optional=True,
     )
     early_stop_step: int | None = _f(
-        None, "samples between early-stop checks (default max(100, N/10))", "int", optional=True
+        None,
+        "samples between early-stop checks (default max(100, N/10), rounded up to whole batches)",
+        "int",
+        optional=True,
     )
 
     def __post_init__(self) -> None:
@@ -374,7 +377,11 @@ class TrustConfig(_Group):
     """Checks of whether the explanation can be trusted; each reuses model passes where it can."""
 
     repeats: int = _f(
-        1, "explain with seeds seed..seed+R-1 and report stability", "int", page="trust"
+        1,
+        "explain with seeds seed..seed+R-1 and judge stability over them (1: judge the one "
+        "sample by resampling it, no extra model pass)",
+        "int",
+        page="trust",
     )
     kernel_widths: tuple = _f(
         (), "kernel widths to compare, e.g. 0.1,0.25,0.5,1,uniform", "widths", page="trust"
@@ -403,12 +410,16 @@ class SpeedConfig(_Group):
     device: str = _f("auto", "auto: cuda when available", "choice", choices=DEVICES)
     precision: str = _f(
         "auto",
-        "autocast precision (auto: bf16 on a GPU, fp32 on a CPU; bf16 on a CPU is ~2x faster for CNNs)",
+        "autocast precision (auto: bf16 on a GPU; on a CPU, bf16 where it is native (AVX-512 "
+        "BF16 or AMX) and agrees with fp32 on 8 first images, else fp32)",
         "choice",
         choices=PRECISIONS,
     )
     channels_last: bool | None = _f(
-        None, "NHWC memory format for the model (default: on a GPU only)", "bool", optional=True
+        None,
+        "NHWC memory format for the model (default: on for a torch module)",
+        "bool",
+        optional=True,
     )
     batch_size: int | None = _f(
         None,

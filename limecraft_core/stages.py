@@ -431,9 +431,13 @@ def _score_main_steps(
     checks: list[_trust.EarlyStopCheck] = []
     stream = None
     done = 0
+    step = s.step
+    if s.early_stop_step is None:  # the default step, rounded up to whole batches
+        b = run.scene.batch_size
+        step = min(-(-step // b) * b, s.samples)
     first_check = max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k)
     while done < s.samples:
-        stop = min(done + s.step, s.samples)
+        stop = min(done + step, s.samples)
         parts.append(run(ms.masks[done:stop]))
         done = stop
         judge = done >= first_check or done == s.samples
@@ -457,7 +461,7 @@ def _score_main_steps(
     if s.early_stop is not None:
         record = _trust.EarlyStop(
             threshold=s.early_stop,
-            step=s.step,
+            step=step,
             samples_requested=s.samples,
             samples_used=done,
             stopped=done < s.samples,

@@ -315,7 +315,9 @@ class RemoteScorer:
                 raise ModelError(self._explain_failure(name, e)) from None
             self._fall_back(name, e)
             clf = self._local_classifier()
+            clf.settle_precision()
             info = {
+                "precision_reason": clf.precision_reason,
                 "input_size": clf.input_size,
                 "normalize": clf.normalize,
                 "labels": list(clf.labels) if clf.labels else None,
@@ -334,6 +336,7 @@ class RemoteScorer:
         names = labels if labels is not None else info["labels"]
         self._labels = tuple(names) if names is not None else None
         self.precision = str(info["precision"])  # what the replicas run in
+        self.precision_reason = str(info.get("precision_reason", ""))
         self.remote_device = str(info["device"])
         self.chunk = int(min(info["chunk"], info["max_batch_images"]))
 

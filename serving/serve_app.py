@@ -148,6 +148,7 @@ class LimecraftModel:
         self.clf: Classifier = load_classifier(
             model, device=device, precision=precision, pretrained=pretrained
         )
+        self.clf.settle_precision()  # "auto" decides now: info() reports what will run
         size = self.clf.input_size or (224, 224)
         if chunk is None:  # the engine's batch size; half on a GPU, where 4 chunks make a batch
             chunk = default_batch_size(self.clf.device, size[0] * size[1])
@@ -207,6 +208,7 @@ class LimecraftModel:
             "labels": list(clf.labels) if clf.labels else None,
             "device": clf.device.type,
             "precision": clf.precision,
+            "precision_reason": clf.precision_reason,
             "chunk": self.chunk,
             "max_batch_images": self.max_batch_images,
         }

@@ -249,8 +249,11 @@ def test_expected_regions_measure_where_the_model_looks_and_are_saved(at):
 
 def test_every_result_shows_a_stability_verdict(at):
     button(at, "Explain").click().run()
-    assert state(at).explanation.verdict in ("stable", "borderline", "unstable")
-    assert any("over 3 repeats" in m.value for m in at.markdown)
+    ex = state(at).explanation
+    assert ex.verdict in ("stable", "borderline", "unstable")
+    # judged on the one sample, resampled: no repeat was scored
+    assert ex.config.trust.repeats == 1 and ex.trust.stability.source == "stream"
+    assert any("over 5 resamples of one sample" in m.value for m in at.markdown)
 
 
 def test_demo_walkthrough_adds_the_tag(at):

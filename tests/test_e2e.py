@@ -152,6 +152,11 @@ def test_explain_shows_progress_and_can_be_cancelled(page, app_url):
     samples.press("Enter")
     wait_idle(page)
     assert samples.input_value() == "20000"
+    stop = page.get_by_role("spinbutton", name="Early stop", exact=True)
+    stop.fill("")  # off: the demo image would be stable after a few hundred samples
+    stop.press("Enter")
+    wait_idle(page)
+    assert stop.input_value() == ""
     page.get_by_role("button", name="Explain", exact=True).click()
     # one steady line: passes done, then the time left once a few passes are timed
     # the time left reads "about 40 s left" or "about 4 min left", as the machine allows

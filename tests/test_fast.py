@@ -243,9 +243,23 @@ def test_auto_precision_is_fp32_without_native_bf16_and_as_asked_otherwise(monke
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     asked = lc.Classifier(ChannelMeans(), input_size=32, precision="fp32")
     asked(torch.rand(BF16_CHECK_ROWS, 3, 32, 32))
-    assert asked.precision == "fp32" and asked.precision_reason == "fp32, as asked"
+    assert asked.precision == "fp32" and asked.precision_reason == "fp32 as asked"
 
 
 def test_channels_last_is_the_default_for_modules_only():
     assert lc.Classifier(ChannelMeans()).channels_last
     assert not lc.Classifier(lambda x: x.mean(dim=(2, 3))).channels_last
+
+
+def test_a_server_settles_the_precision_before_it_scores(monkeypatch):
+    """A Ray Serve replica reports its precision before any batch: settle_precision decides
+    on LIME-like perturbations of a photo, once."""
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
+    clf = lc.Classifier(LinearPixels((32, 32), classes=4), input_size=32)
+    assert clf.settle_precision() == "bf16" and clf.precision == "bf16"
+    assert "agrees with fp32 on 8 first images" in clf.precision_reason
+    odd = lc.Classifier(Quantised(), input_size=32)
+    assert odd.settle_precision() == "fp32" and "does not agree" in odd.precision_reason
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "0")
+    plain = lc.Classifier(LinearPixels((32, 32)), input_size=32)
+    assert plain.settle_precision() == "fp32" and "no native bf16" in plain.precision_reason

@@ -473,7 +473,9 @@ def live_result(
             "refined as samples come in",
             width="stretch",
         )
-        if stop_key is not None:
+        if p.final:
+            st.caption("Sampling is done: scoring each region hidden alone and kept alone…")
+        elif stop_key is not None:
             st.button(
                 f"Stop here and keep this result ({p.samples} samples)",
                 key=f"stop_here_{p.samples}",

@@ -1,0 +1,109 @@
+"""In the browser: the live result of an Explain (issue 17). The weights show after the first
+step of samples and refine while the explanation runs, the verdict firms up, and the analyst can
+stop when satisfied and keep the result so far, with nothing scored twice."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+from test_e2e_views import open_app, shot, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LIVE = re.compile(r"Live result for .+ · (\d+) of up to (\d+) samples")
+
+
+def settings(page, samples: int, early_stop: str) -> None:
+    """Settings: the sample count, and the early-stop box ('' switches early stop off)."""
+    page.get_by_text("Settings").first.click()
+    box = page.get_by_role("spinbutton", name="Samples", exact=True)
+    box.fill(str(samples))
+    box.press("Enter")
+    wait_idle(page)
+    stop = page.get_by_role("spinbutton", name="Early stop", exact=True)
+    stop.fill(early_stop)
+    stop.press("Enter")
+    wait_idle(page)
+    assert box.input_value() == str(samples)
+    assert stop.input_value() == early_stop
+
+
+def live_state(page) -> tuple[int, np.ndarray] | None:
+    """The samples the live result shows and its picture's pixels, or None when it is gone."""
+    head = page.get_by_text(LIVE)
+    picture = page.locator(
+        "xpath=(//*[contains(text(), 'refined as samples come in')]/preceding::img)[last()]"
+    )
+    if head.count() == 0 or picture.count() == 0:
+        return None
+    try:
+        m = LIVE.search(head.first.inner_text(timeout=2000))
+        png = picture.screenshot(timeout=2000)
+    except Exception:
+        return None
+    if m is None:
+        return None
+    return int(m.group(1)), np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), np.int16)
+
+
+def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appears(page, app_url):
+    open_app(page, app_url)
+    settings(page, 2000, "")  # early stop off: every step of 200 samples shows
+    page.get_by_role("button", name="Explain", exact=True).click()
+    seen: dict[int, np.ndarray] = {}
+    for _ in range(600):  # at most about a minute of polling
+        state = live_state(page)
+        if state is not None and state[0] not in seen:
+            seen[state[0]] = state[1]
+            if len(seen) == 1:
+                shot(page, "fast-1-live-first")
+            if len(seen) == 3:
+                shot(page, "fast-2-live-later")
+        if page.get_by_text(re.compile(r"^Explained \d+ regions")).count():
+            break
+        page.wait_for_timeout(100)
+    counts = sorted(seen)
+    assert len(counts) >= 2, counts  # at least two live results during one Explain
+    assert all(c % 200 == 0 and c <= 2000 for c in counts), counts
+    first, last = seen[counts[0]], seen[counts[-1]]
+    assert first.shape == last.shape
+    # the weights changed: the tinted picture differs between the two moments
+    assert np.abs(first - last).max() > 40, (counts[0], counts[-1])
+    page.get_by_text(re.compile(r"^Explained \d+ regions.* with 2000 samples")).wait_for(
+        timeout=180_000
+    )
+    verdict = page.get_by_text(
+        re.compile(r"(stable|borderline|unstable) over 5 resamples of one sample")
+    )
+    verdict.first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert live_state(page) is None  # the live panel gives way to the result
+    shot(page, "fast-3-final")
+
+
+def test_stop_here_keeps_the_result_so_far_without_scoring_it_again(page, app_url):
+    open_app(page, app_url)
+    settings(page, 4000, "")
+    page.get_by_role("button", name="Explain", exact=True).click()
+    stop = page.get_by_role("button", name=re.compile(r"Stop here and keep this result"))
+    stop.first.wait_for(timeout=120_000)
+    label = stop.first.inner_text()
+    kept = int(re.search(r"\((\d+) samples\)", label).group(1))
+    stop.first.click()
+    done = page.get_by_text(re.compile(rf"^Explained \d+ regions.* with {kept} samples"))
+    done.wait_for(timeout=120_000)
+    text = done.inner_text()
+    # the samples already scored are not scored again: only the per-region deltas (2K) are
+    passes = int(re.search(r"(\d+) model passes", text).group(1))
+    regions = int(re.search(r"Explained (\d+) regions", text).group(1))
+    assert passes <= 2 * regions, text
+    page.get_by_text("surrogate fidelity").first.wait_for(timeout=60_000)
+    assert page.get_by_text(re.compile(r"over 5 resamples of one sample")).count() >= 1
+    # the settings keep what the analyst asked for; the result records what ran
+    page.get_by_text("Settings").first.click()
+    assert page.get_by_role("spinbutton", name="Samples", exact=True).input_value() == "4000"
+    shot(page, "fast-4-stopped-here")
