@@ -116,20 +116,29 @@ def honesty(
         _, _, keys = memo.missing(m.masks)
         ys.append(torch.softmax(memo.gather(keys), 1)[:, target].double().numpy())
 
-    def at(n: int) -> tuple[str, str]:
+    def fits(n: int) -> np.ndarray:
         ws = []
         for m, y in zip(streams, ys, strict=True):
             sw = kern(cosine_distance(m.masks[:n])) * m.weights[:n]
             ws.append(fit_ridge(m.masks[:n], y[:n, None], sw, alpha=1.0).coef[0])
-        five = trust.stability(np.stack(ws)).verdict
+        return np.stack(ws)
+
+    def at(n: int) -> tuple[str, str]:
+        five = trust.stability(fits(n)).verdict
         m0 = streams[0]
         sw0 = kern(cosine_distance(m0.masks[:n])) * m0.weights[:n]
         one = stages.stream_verdict(m0.masks[:n], ys[0][:n], sw0, ref_cfg).verdict
         return one, five
 
+    sizes = [n for n in SIZES if n <= len(streams[0].masks)]
+    ref = fits(len(streams[0].masks)).mean(axis=0)
     return {
         "at_stop": at(n_stop),
-        "sizes": {n: at(n) for n in SIZES if n <= len(streams[0].masks)},
+        "sizes": {n: at(n) for n in sizes},
+        # each fp32 stream's first n samples against the reference: how N keeps agreement
+        "agreement_by_size": {
+            n: [agreement(w, ref) for w in fits(n)] for n in (100, *sizes) if n <= sizes[-1]
+        },
     }
 
 
@@ -164,6 +173,7 @@ def run_case(arch: str, name: str, skip_today: bool, n_ref: int = 1000) -> dict[
         "rows": 5 * n_ref + 2 * regions.n_regions,
         "verdict": ref.trust.stability.verdict,
         "target": ref.target,
+        "weights": w_ref.tolist(),
     }
     new_clf = classifier(arch)  # every setting at its default, as the app and the CLI
     first: dict[str, float] = {}
@@ -191,6 +201,7 @@ def run_case(arch: str, name: str, skip_today: bool, n_ref: int = 1000) -> dict[
         "target": new.target,
         "top5_overlap": t5,
         "spearman_top10": sp,
+        "weights": new.weights.tolist(),
     }
     out["honesty"] = honesty(ref_cfg, regions, memo, ref.target, new.run.samples_used)
     print(json.dumps({k: out[k] for k in ("model", "image", "new")}, default=str)[:600], flush=True)
@@ -319,16 +330,22 @@ def markdown(cases: list[dict[str, Any]], rts: list[dict[str, Any]], meta: dict)
             + (f"; today: {t['samples']} × 3, {t['passes']} passes" if t else "")
             + " |"
         )
-    stops = [c["honesty"]["at_stop"] for c in cases]
+    # the new run's own verdict (its precision, at its stop) against 5 fp32 repeats cut there
+    stops = [(c["new"]["verdict"], c["honesty"]["at_stop"][1]) for c in cases]
     sizes = [v for c in cases for v in c["honesty"]["sizes"].values()]
     agree = sum(a == b for a, b in stops)
     agree_all = sum(a == b for a, b in sizes)
     lines += [
         "",
-        f"**Honesty check**: the one-sample verdict agrees with 5 independent repeats at the same "
-        f"size in **{agree}/{len(stops)}** runs at their stopping point, and in "
-        f"**{agree_all}/{len(sizes)}** (model, photo, size) cases over sizes "
-        f"{SIZES[0]}–{SIZES[-1]}.",
+        f"**Honesty check**: the new defaults' verdict (one sample, resampled) agrees with the "
+        f"verdict of 5 independent fp32 repeats of the same size in **{agree}/{len(stops)}** "
+        f"runs ("
+        + "; ".join(
+            f"{c['model']}/{c['image']}: {a} vs {b}" for c, (a, b) in zip(cases, stops, strict=True)
+        )
+        + f"), and the one-sample verdict in **{agree_all}/{len(sizes)}** (model, photo, size) "
+        f"cases over sizes {SIZES[0]}–{SIZES[-1]} (the first fp32 stream's prefix against the 5 "
+        "streams' prefixes).",
     ]
     disagree = [
         f"{c['model']}/{c['image']}@{n}: one sample {a}, 5 repeats {b}"
@@ -355,7 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ref-samples", type=int, default=1000, help="N of today's defaults and the reference"
     )
+    ap.add_argument(
+        "--report-only", action="store_true", help="rewrite the .md from the .json of a run"
+    )
     a = ap.parse_args(argv)
+    if a.report_only:
+        saved = json.loads(Path(a.out).with_suffix(".json").read_text())
+        md = markdown(saved["cases"], saved["runtimes"], saved["meta"])
+        Path(a.out).with_suffix(".md").write_text(md)
+        print(md)
+        return 0
     skip = set(filter(None, a.skip.split(",")))
     meta = {
         "cpu": platform.processor() or platform.machine(),

@@ -288,7 +288,12 @@ class SegmentationConfig(_Group):
 class SamplingConfig(_Group):
     """Which perturbations the model sees."""
 
-    samples: int = _f(1000, "N, the perturbed images including the original", "int")
+    samples: int = _f(
+        400,
+        "N, the perturbed images including the original (at most: sampling stops earlier once "
+        "the verdict is stable)",
+        "int",
+    )
     scheme: str = _f(
         "bernoulli",
         "bernoulli is lime's scheme; stratified and antithetic lower the variance; "

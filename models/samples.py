@@ -67,9 +67,7 @@ def _demo(index: int, mode: str) -> Sample:
         if mode == "conflict"
         else f"A {shape} with {where}: tag and shape agree"
     )
-    return Sample(
-        f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note, shape, tag, s.shape_mask
-    )
+    return Sample(f"demo-{mode}-{index + 1}", s.image, s.tag_mask, note, shape, tag, s.shape_mask)
 
 
 def sample_names() -> list[str]:
