@@ -60,7 +60,7 @@ def test_explain_works_at_once(at):
     button(at, "Explain").click().run()
     assert not at.exception
     ex = state(at).explanation
-    assert ex is not None and ex.config.sampling.samples == 1000 and ex.run.model == "demo"
+    assert ex is not None and ex.config.sampling.samples == 400 and ex.run.model == "demo"
     assert any("Explained" in s.value for s in at.success)
     assert any("surrogate fidelity" in m.value for m in at.markdown)
 

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 from conftest import ARTIFACTS
+from test_e2e_fast import early_stop_off
 
 from models.samples import load_sample, sample_names
 
@@ -152,11 +153,7 @@ def test_explain_shows_progress_and_can_be_cancelled(page, app_url):
     samples.press("Enter")
     wait_idle(page)
     assert samples.input_value() == "20000"
-    stop = page.get_by_role("spinbutton", name="Early stop", exact=True)
-    stop.fill("")  # off: the demo image would be stable after a few hundred samples
-    stop.press("Enter")
-    wait_idle(page)
-    assert stop.input_value() == ""
+    early_stop_off(page)  # the demo image would be stable after a few hundred samples
     page.get_by_role("button", name="Explain", exact=True).click()
     # one steady line: passes done, then the time left once a few passes are timed
     # the time left reads "about 40 s left" or "about 4 min left", as the machine allows

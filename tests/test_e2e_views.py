@@ -524,7 +524,7 @@ def test_the_report_opens_with_its_conclusion_and_shows_the_edits(page, app_url,
     # one sentence: the class, the region that drives it, what hiding it does, the verdict
     assert re.search(r"The model says star", first), first
     assert "tag" in first and "hiding it lowers" in first, first
-    assert re.search(r"(stable|borderline|unstable) across 5 resamples of one sample", first), first
+    assert re.search(r"(stable|borderline|unstable) across 3 repeats", first), first
     # the edits, with before and after pictures
     assert "remove" in body.inner_text()
     before_after = page.locator("img[alt*='before'], img[alt*='after']")

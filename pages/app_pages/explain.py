@@ -96,6 +96,8 @@ with right:
             f" (stopped early, {asked} allowed: the sample was already stable by the Trust "
             "verdict's rule)"
             if used < asked
+            else f" (you stopped here; the settings allow {s.config.sampling.samples})"
+            if asked < s.config.sampling.samples
             else ""
         )
         hand = f" ({run.handcrafted} handcrafted)" if run.handcrafted else ""

@@ -52,7 +52,7 @@ def _range(s: FieldSpec) -> tuple[float | None, float | None]:
     return lim.lo, lim.hi
 
 
-def _number(s: FieldSpec, value: Any, col: Any) -> Any:
+def _number(s: FieldSpec, value: Any, col: Any, label: str | None = None) -> Any:
     lo, hi = _range(s)
     is_int = s.kind == "int"
     cast = int if is_int else float
@@ -64,17 +64,16 @@ def _number(s: FieldSpec, value: Any, col: Any) -> Any:
         value = cast(
             min(max(value, lo if lo is not None else value), hi if hi is not None else value)
         )
-    # empty is None: "the default" where the default is None, else "off" (e.g. early stop)
-    empty = DEFAULT_LABEL if s.default is None else "off"
+    empty = s.optional and s.default is None  # empty is None, the default behaviour
     return col.number_input(
-        _label(s),
+        label or _label(s),
         min_value=lo,
         max_value=hi,
         value=value,
         step=1 if is_int else None,
         key=key_of(s.name),
-        help=s.help + (f" (empty: {empty})" if s.optional else ""),
-        placeholder=empty if s.optional else None,
+        help=s.help + (" (empty: the default)" if empty else ""),
+        placeholder=DEFAULT_LABEL if empty else None,
     )
 
 
@@ -104,6 +103,13 @@ def setting_widget(s: FieldSpec, value: Any, col: Any = st) -> Any:
             help=help_,
         )
     if kind in ("int", "float"):
+        if s.optional and s.default is not None:
+            # None is "off" (e.g. early stop): a checkbox, then the value when it is on (a
+            # number box cannot be emptied once it holds a value)
+            on = col.checkbox(label, value is not None, key=key + "_on", help=help_)
+            if not on:
+                return None
+            return _number(s, s.default if value is None else value, col, f"{label}: value")
         return _number(s, value, col)
     if kind == "width":
         uniform = col.checkbox(
