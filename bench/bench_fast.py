@@ -30,8 +30,9 @@ channels_last, eager bf16 autocast + channels_last, torch.compile of the latter 
 time) and onnxruntime fp32 (the model exported with ``torch.onnx.export``), to show which is the
 fastest here and why the default is what it is.
 
-    python bench/bench_fast.py                     # 2 models x 3 photos + runtimes (~50 min)
+    python bench/bench_fast.py                     # 2 models x 3 photos + runtimes (~80 min)
     python bench/bench_fast.py --archs resnet50 --images chelsea --skip runtimes   # a look
+    python bench/bench_fast.py --archs "" --out /tmp/rt   # the runtimes only (2 min)
 
 Writes bench/results/fast.json and bench/results/fast.md.
 """
@@ -309,6 +310,8 @@ def _f(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def markdown(cases: list[dict[str, Any]], rts: list[dict[str, Any]], meta: dict) -> str:
+    if not cases:
+        return _runtime_rows(rts)
     lines = [
         f"Machine: {meta['cpu']}, {meta['cores']} cores; native bf16: {meta['bf16']}; "
         f"torch {meta['torch']}. Random weights; SLIC asked for {N_SEGMENTS} regions.",
@@ -355,11 +358,12 @@ def markdown(cases: list[dict[str, Any]], rts: list[dict[str, Any]], meta: dict)
     ]
     if disagree:
         lines.append("Disagreements: " + "; ".join(disagree) + ".")
-    if rts:
-        lines += ["", "| runtime (resnet50, batch 16, 224 px) | images/s | note |", "|---|---|---|"]
-        lines += [
-            f"| {r['runtime']} | {_f(r['img_s'], '{:.1f}')} | {r.get('note', '')} |" for r in rts
-        ]
+    return "\n".join(lines) + "\n" + ("\n" + _runtime_rows(rts) if rts else "")
+
+
+def _runtime_rows(rts: list[dict[str, Any]]) -> str:
+    lines = ["| runtime (resnet50, batch 16, 224 px) | images/s | note |", "|---|---|---|"]
+    lines += [f"| {r['runtime']} | {_f(r['img_s'], '{:.1f}')} | {r.get('note', '')} |" for r in rts]
     return "\n".join(lines) + "\n"
 
 
@@ -396,20 +400,28 @@ def main(argv: list[str] | None = None) -> int:
             for line in open("/proc/cpuinfo")
             if line.startswith("model name")
         )
-    cases = []
-    for arch in a.archs.split(","):
-        for name in a.images.split(","):
-            print(f"{arch} / {name} …", flush=True)
-            cases.append(run_case(arch, name, "today" in skip, a.ref_samples))
-    rts = [] if "runtimes" in skip else runtimes()
-    md = markdown(cases, rts, meta)
-    print(md)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(
-        json.dumps({"meta": meta, "cases": cases, "runtimes": rts}, indent=1, default=str)
-    )
-    out.with_suffix(".md").write_text(md)
+    cases: list[dict[str, Any]] = []
+    rts: list[dict[str, Any]] = []
+
+    def save() -> str:  # after every part, so a long run can be read (or cut) as it goes
+        md = markdown(cases, rts, meta)
+        out.with_suffix(".json").write_text(
+            json.dumps({"meta": meta, "cases": cases, "runtimes": rts}, indent=1, default=str)
+        )
+        out.with_suffix(".md").write_text(md)
+        return md
+
+    if "runtimes" not in skip:  # first: the model alone, before the long explanations
+        rts = runtimes()
+        save()
+    for arch in filter(None, a.archs.split(",")):
+        for name in filter(None, a.images.split(",")):
+            print(f"{arch} / {name} …", flush=True)
+            cases.append(run_case(arch, name, "today" in skip, a.ref_samples))
+            save()
+    print(save())
     resnet = [c for c in cases if c["model"] == "resnet50"]
     met = all(
         c["new"]["seconds"] <= GOAL_S
