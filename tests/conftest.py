@@ -69,9 +69,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_app(extra_env: dict | None = None, timeout: float = 90):
-    """Start ``streamlit run app.py`` on a free loopback port; returns (process, url, log path)."""
-    port = _free_port()
+def start_app(
+    extra_env: dict | None = None,
+    timeout: float = 90,
+    *,
+    port: int | None = None,
+    extra_args: tuple[str, ...] = (),
+):
+    """Start ``streamlit run app.py`` on a loopback port (default: a free one), with more
+    command-line flags if given; returns (process, url, log path)."""
+    port = port or _free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     log = open(log_path, "w")
@@ -91,6 +98,7 @@ def start_app(extra_env: dict | None = None, timeout: float = 90):
             "127.0.0.1",
             "--browser.gatherUsageStats",
             "false",
+            *extra_args,
         ],
         cwd=ROOT,
         stdout=log,

@@ -16,15 +16,10 @@ import importlib.util
 import os
 import re
 import secrets
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import warnings
 
 import pytest
-from conftest import ARTIFACTS, ROOT
+from conftest import ARTIFACTS, _free_port, start_app, stop_app
 
 pytestmark = [
     pytest.mark.browser,
@@ -91,72 +86,17 @@ server_metadata_url = "{provider}/.well-known/openid-configuration"
     )
     (folder / "store").mkdir()
     env = {
-        **os.environ,
         # the settings come from the secrets file above (an empty variable counts as unset)
         "LIMECRAFT_AUTH": "",
         "LIMECRAFT_ALLOWED_EMAILS": "",
         "LIMECRAFT_OIDC_PROVIDER": "",
         "LIMECRAFT_STORE_DIR": str(folder / "store"),
     }
-    ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / f"streamlit-oidc-{port}.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--browser.gatherUsageStats",
-                "false",
-                "--secrets.files",
-                str(secrets_toml),
-            ],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        try:
-            url = f"http://localhost:{port}"
-            _wait_healthy(proc, f"http://127.0.0.1:{port}/_stcore/health", log_path)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(proc, health: str, log_path, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited ({proc.returncode}); see {log_path}")
-        try:
-            with urllib.request.urlopen(health, timeout=2) as r:
-                if r.status == 200 and r.read() == b"ok":
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no {health} within {timeout} s; see {log_path}")
-        time.sleep(0.3)
+    proc, _, _ = start_app(env, port=port, extra_args=("--secrets.files", str(secrets_toml)))
+    try:
+        yield f"http://localhost:{port}"
+    finally:
+        stop_app(proc)
 
 
 # ----------------------------------------------------------------------------- helpers
