@@ -395,17 +395,22 @@ def explanation_cache() -> _LRU:
     return _LRU(32)
 
 
-def explanation_key(
-    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
-) -> str:
+def _digest(image: np.ndarray, reg: lc.Regions, model: A.ModelRef, *parts: object) -> str:
+    """A hash of the image, the regions' atoms, the model and any JSON-able parts."""
     h = hashlib.sha256()
     for a in (image, reg.atoms):
         h.update(str(a.shape).encode())
         h.update(np.ascontiguousarray(a).tobytes())
     h.update(repr(model).encode())
-    h.update(json.dumps(config.to_dict(), sort_keys=True).encode())
-    h.update(json.dumps([reg.keys, reg.names, reg.source], sort_keys=True, default=str).encode())
+    for part in parts:
+        h.update(json.dumps(part, sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+def explanation_key(
+    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
+) -> str:
+    return _digest(image, reg, model, config.to_dict(), [reg.keys, reg.names, reg.source])
 
 
 def scene_key(
@@ -413,15 +418,8 @@ def scene_key(
 ) -> str:
     """What the model's score of a mask depends on: the image, the regions, the model, the fill
     and the speed settings (not the sampling, surrogate or trust settings)."""
-    h = hashlib.sha256()
-    for a in (image, reg.atoms):
-        h.update(str(a.shape).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    h.update(repr(model).encode())
     d = config.to_dict()
-    h.update(json.dumps([d["fill"], d["speed"]], sort_keys=True).encode())
-    h.update(json.dumps([reg.keys, reg.source], sort_keys=True, default=str).encode())
-    return h.hexdigest()
+    return _digest(image, reg, model, [d["fill"], d["speed"]], [reg.keys, reg.source])
 
 
 def score_memo(key: str) -> lc.MaskCache:
