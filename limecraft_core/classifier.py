@@ -271,7 +271,11 @@ class Classifier:
             f"class's probability; top class {'the same' if same_top else 'changed'})"
         )
         self._bf16_check = False
-        return bf16 if keep else self._checked(self._forward(x, "fp32"), n)
+        if keep:
+            return bf16
+        if n == m:
+            return fp32
+        return torch.cat([fp32, self._checked(self._forward(x[m:], "fp32"), n - m)])
 
     def _checked(self, out: Any, n: int) -> torch.Tensor:
         """The model's output as finite (n, C) float32 scores, or a ModelError saying why not."""
