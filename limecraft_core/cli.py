@@ -1,4 +1,5 @@
-"""``python -m limecraft_core``: explain an image from the command line, list models, make demo data.
+"""``python -m limecraft_core``: explain an image, audit a model over a folder of images, list
+models, make demo data.
 
 Bad input ends with one line on stderr and exit code 2, never a traceback.
 """
@@ -90,6 +91,55 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
             )
 
 
+def _add_model_options(p: argparse.ArgumentParser, where: str) -> None:
+    """The model options ``explain`` and ``audit`` share."""
+    p.add_argument(
+        "--model",
+        default="demo",
+        help="registry name, or a .pt2 / TorchScript .pt / .onnx file (default: demo); an .onnx "
+        f"file runs on onnxruntime in fp32, with its layout, size and labels read from the graph; "
+        f"{where}",
+    )
+    p.add_argument("--arch", help="torchvision architecture of a state_dict given as --model")
+    p.add_argument("--labels", help="text file with one class name per line")
+    p.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
+    p.add_argument("--normalize", choices=["imagenet", "none"])
+    p.add_argument(
+        "--input-range",
+        choices=["0-1", "0-255"],
+        help=".onnx only: the pixel range the graph takes (default: 0-1)",
+    )
+    p.add_argument(
+        "--onnx-outputs",
+        choices=["auto", "logits", "probabilities"],
+        help=".onnx only: what the graph returns (default: auto, read from the graph); a "
+        "probability graph is explained as log p, so --output-space raw means log-probabilities",
+    )
+    p.add_argument(
+        "--input-layout",
+        choices=["auto", "NCHW", "NHWC"],
+        help=".onnx only: the input's layout (default: auto, read from the graph)",
+    )
+
+
+def _model_kwargs(a: argparse.Namespace, config: Any) -> dict[str, Any]:
+    """``models.registry.load_classifier``'s keywords for the model options and settings."""
+    from .io import read_labels
+
+    return dict(
+        input_size=a.input_size,
+        normalize=a.normalize,
+        labels=read_labels(a.labels) if a.labels else None,
+        device=config.speed.device,
+        precision=config.speed.precision,
+        arch=a.arch,
+        channels_last=config.speed.channels_last,
+        input_range=a.input_range,
+        outputs=a.onnx_outputs,
+        layout=a.input_layout,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = _Parser(prog=PROG, description="LIMEcraft: LIME over regions that mean something.")
@@ -100,32 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--out", required=True, help="folder for explanation.json, segments.npy, overlay.png"
     )
-    e.add_argument(
-        "--model",
-        default="demo",
-        help="registry name, or a .pt2 / TorchScript .pt / .onnx file (default: demo); an .onnx "
-        "file runs on onnxruntime in fp32, with its layout, size and labels read from the graph",
-    )
-    e.add_argument("--arch", help="torchvision architecture of a state_dict given as --model")
-    e.add_argument("--labels", help="text file with one class name per line")
-    e.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
-    e.add_argument("--normalize", choices=["imagenet", "none"])
-    e.add_argument(
-        "--input-range",
-        choices=["0-1", "0-255"],
-        help=".onnx only: the pixel range the graph takes (default: 0-1)",
-    )
-    e.add_argument(
-        "--onnx-outputs",
-        choices=["auto", "logits", "probabilities"],
-        help=".onnx only: what the graph returns (default: auto, read from the graph); a "
-        "probability graph is explained as log p, so --output-space raw means log-probabilities",
-    )
-    e.add_argument(
-        "--input-layout",
-        choices=["auto", "NCHW", "NHWC"],
-        help=".onnx only: the input's layout (default: auto, read from the graph)",
-    )
+    _add_model_options(e, "the command line runs the model locally")
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
     e.add_argument(
@@ -144,6 +169,55 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(e)
     e.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
+    au = sub.add_parser(
+        "audit",
+        help="explain a model over a folder of images and say where it looks across them",
+        description="Explain every image of a folder (or a list file), write each explanation "
+        "as explain does, one summary row per image (audit.csv, audit.json) and a "
+        "self-contained audit.html that leads with what was found. Results are written per "
+        "image as they finish: Ctrl-C or a crash keeps them, and --resume goes on from there.",
+    )
+    au.add_argument(
+        "images",
+        metavar="IMAGES",
+        help="a folder (searched recursively for PNG, JPEG, WebP, BMP, TIFF and GIF files) or a "
+        "text file listing one image path per line (relative to the list file; # comments)",
+    )
+    au.add_argument("--out", required=True, help="folder of the audit (created if missing)")
+    au.add_argument(
+        "--expected-masks",
+        metavar="DIR",
+        help="a folder with one mask per image, named as the image (any image extension; for "
+        "images in subfolders, the same subfolders): non-black pixels mark where the model "
+        "should look (the object). Adds relevance mass and the pointing game, and flags the "
+        "images whose prediction rests outside the mask",
+    )
+    au.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with an audit in --out: images already finished with the same file, mask "
+        "and settings are kept, the rest are explained",
+    )
+    au.add_argument(
+        "--limit", type=_positive_int("--limit"), help="audit only the first N images (by name)"
+    )
+    au.add_argument(
+        "--in-flight",
+        type=_positive_int("--in-flight"),
+        default=4,
+        help="images explained at once (default 4): their perturbations share the model's "
+        "forward passes where they fit (same input size), or go to Ray Serve together",
+    )
+    au.add_argument(
+        "--top-k",
+        type=_positive_int("--top-k"),
+        default=5,
+        help="regions tinted in each overlay.png on each side (default: 5)",
+    )
+    _add_model_options(au, "with LIMECRAFT_RAY_ADDRESS set, a registry name is scored on Ray Serve")
+    add_settings(au)
+    au.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
     sub.add_parser("models", help="list registered models and whether they can run now")
 
     d = sub.add_parser(
@@ -152,9 +226,16 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", required=True)
     d.add_argument("--count", type=_positive_int("--count"), default=20)
     d.add_argument("--conflict", action="store_true", help="tag and shape disagree in every image")
+    d.add_argument(
+        "--mixed",
+        action="store_true",
+        help="an audit set: half aligned, half conflict images (shuffled), in images/, with the "
+        "drawn shapes as expected masks in masks/ and the tags in tags/ (audit it with "
+        "--expected-masks DIR/masks)",
+    )
     d.add_argument("--seed", type=int, default=1000)
 
-    for sp in (e, d):
+    for sp in (e, au, d):
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -205,15 +286,12 @@ def settings_from_args(a: argparse.Namespace):
     )
 
 
-#: overlay.png is at least this many pixels on its long side, so that region ids are readable.
-OVERLAY_LONG_SIDE = 512
-
-
 def cmd_explain(a: argparse.Namespace) -> int:
     from models.registry import load_classifier
 
+    from . import render
     from .explain import explain
-    from .io import encode_png, read_image, read_label_map, read_labels, read_mask
+    from .io import encode_png, expected_area, read_image, read_label_map, read_mask
 
     image = read_image(a.image)
     config = settings_from_args(a)
@@ -226,21 +304,11 @@ def cmd_explain(a: argparse.Namespace) -> int:
         regions_mask = read_mask(a.regions_mask)
     expected_mask = None
     if a.expected_mask is not None:
-        expected_mask = _expected_area(read_mask(a.expected_mask), image.shape[:2], a.expected_mask)
+        expected_mask = expected_area(
+            read_mask(a.expected_mask), image.shape[:2], f"--expected-mask {a.expected_mask!r}"
+        )
     out = _out_dir(a.out)
-    model = load_classifier(
-        a.model,
-        input_size=a.input_size,
-        normalize=a.normalize,
-        labels=read_labels(a.labels) if a.labels else None,
-        device=config.speed.device,
-        precision=config.speed.precision,
-        arch=a.arch,
-        channels_last=config.speed.channels_last,
-        input_range=a.input_range,
-        outputs=a.onnx_outputs,
-        layout=a.input_layout,
-    )
+    model = load_classifier(a.model, **_model_kwargs(a, config))
     result = explain(
         image,
         model,
@@ -265,28 +333,12 @@ def cmd_explain(a: argparse.Namespace) -> int:
     files = [out / "explanation.json", out / "segments.npy", out / "overlay.png"]
     files[0].write_text(json.dumps(doc, indent=2))
     np.save(files[1], result.segments)
-    files[2].write_bytes(encode_png(overlay_picture(image, result, a.top_k)))
+    files[2].write_bytes(encode_png(render.explanation_overlay(image, result, a.top_k)))
     if not a.quiet:
         _print_summary(result, config.targets.output_space, a.top_k, expected_mask)
         for f in files:
             print(f"wrote {f}")
     return 0
-
-
-def _expected_area(mask: np.ndarray, shape: tuple[int, int], path: str) -> np.ndarray:
-    """--expected-mask as a bool area, checked before any model pass (read like --regions-mask)."""
-    if mask.shape != tuple(shape):
-        raise LimecraftError(
-            f"--expected-mask {path!r} is {mask.shape[1]}x{mask.shape[0]} but the image is "
-            f"{shape[1]}x{shape[0]}; draw the expected area on an image of the same size"
-        )
-    area = mask != 0
-    if not area.any():
-        raise LimecraftError(
-            f"--expected-mask {path!r} is empty (all black or transparent); paint the area you "
-            "expect the model to rely on in any non-black colour"
-        )
-    return area
 
 
 def _hand_names(regions_mask: np.ndarray | None) -> list[str] | None:
@@ -303,33 +355,6 @@ def region_label(result: Any, k: int) -> str:
     overlay.png writes the same region as its name, or as the bare id ``k``.
     """
     return result.region_names[k] or f"region {k}"
-
-
-def overlay_picture(image: np.ndarray, result: Any, k: int) -> np.ndarray:
-    """overlay.png: the weight overlay, at least 512 px on its long side, over its legend.
-
-    Parameters
-    ----------
-    image : (H, W, 3) uint8 ndarray, the explained image
-    result : Explanation
-    k : int >= 1, regions tinted on each side
-
-    Returns
-    -------
-    (H', W', 3) uint8 ndarray; each tinted region carries its id (or its name), as in the summary.
-    """
-    from . import render
-
-    long_side = max(OVERLAY_LONG_SIDE, *result.segments.shape)
-    texts = [name or str(i) for i, name in enumerate(result.region_names)]
-    chosen = render.tinted_regions(result.weights, k=k)
-    over = render.weight_overlay(
-        image, result.segments, result.weights, k=k, names=texts, long_side=long_side
-    )
-    legend = render.overlay_legend(
-        over.shape[1], class_label=result.class_labels[0], k=k, vmax=chosen.vmax
-    )
-    return render.stack_vertically(over, legend)
 
 
 def _num(x: float | None, fmt: str) -> str:
@@ -525,6 +550,10 @@ def cmd_demo_data(a: argparse.Namespace) -> int:
     from .io import encode_png
 
     out = _out_dir(a.out)
+    if a.mixed and a.conflict:
+        raise LimecraftError("give either --mixed or --conflict, not both")
+    if a.mixed:
+        return _demo_mixed(out, a.count, a.seed)
     samples = demo.generate(a.count, seed=a.seed, mode="conflict" if a.conflict else "aligned")
     entries: list[dict[str, Any]] = []
     for i, s in enumerate(samples):
@@ -533,26 +562,218 @@ def cmd_demo_data(a: argparse.Namespace) -> int:
         (out / f"{name}_tag.png").write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
         shape = (s.shape_mask * 255).astype(np.uint8)  # the drawn shape, never the tag's pixels
         (out / f"{name}_shape.png").write_bytes(encode_png(shape))
-        entries.append(
-            {
-                "file": f"{name}.png",
-                "tag_mask": f"{name}_tag.png",
-                "shape_mask": f"{name}_shape.png",
-                "shape_class": int(s.shape_class),
-                "tag_class": int(s.tag_class),
-                "shape_label": demo.CLASS_NAMES[s.shape_class],
-                "tag_label": demo.CLASS_NAMES[s.tag_class],
-            }
-        )
+        entries.append(_demo_entry(s, f"{name}.png", f"{name}_tag.png", f"{name}_shape.png"))
     (out / "labels.json").write_text(json.dumps(entries, indent=2))
     print(f"wrote {len(entries)} images, their tag and shape masks and labels.json to {out}")
     return 0
 
 
+def _demo_entry(s: Any, file: str, tag: str, shape: str, **more: Any) -> dict[str, Any]:
+    from models import demo
+
+    return {
+        "file": file,
+        "tag_mask": tag,
+        "shape_mask": shape,
+        "shape_class": int(s.shape_class),
+        "tag_class": int(s.tag_class),
+        "shape_label": demo.CLASS_NAMES[s.shape_class],
+        "tag_label": demo.CLASS_NAMES[s.tag_class],
+        **more,
+    }
+
+
+def _demo_mixed(out: Path, count: int, seed: int) -> int:
+    """``demo-data --mixed``: the audit layout (images/, masks/ = the shapes, tags/)."""
+    from models import demo
+
+    from .io import encode_png
+
+    folders = {k: out / k for k in ("images", "masks", "tags")}
+    for f in folders.values():
+        f.mkdir(exist_ok=True)
+    entries = []
+    for i, (mode, s) in enumerate(demo.generate_mixed(count, seed=seed)):
+        name = f"demo_{i:04d}.png"
+        (folders["images"] / name).write_bytes(encode_png(s.image))
+        (folders["masks"] / name).write_bytes(encode_png((s.shape_mask * 255).astype(np.uint8)))
+        (folders["tags"] / name).write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
+        entries.append(_demo_entry(s, name, f"tags/{name}", f"masks/{name}", mode=mode))
+    (out / "labels.json").write_text(json.dumps(entries, indent=2))
+    n_conflict = sum(e["mode"] == "conflict" for e in entries)
+    print(
+        f"wrote {len(entries)} images ({len(entries) - n_conflict} aligned, {n_conflict} conflict) "
+        f"to {folders['images']}, their drawn shapes as expected masks in {folders['masks']}, "
+        f"their tags in {folders['tags']} and labels.json to {out}"
+    )
+    print(
+        f"audit them: {PROG} audit {folders['images']} --model demo --expected-masks "
+        f"{folders['masks']} --out {out / 'audit'}"
+    )
+    return 0
+
+
+def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any]:
+    """The scorer of an audit, how it scores, and the local work queue (or None).
+
+    With ``LIMECRAFT_RAY_ADDRESS`` set a registry name is scored on Ray Serve, several images in
+    flight; otherwise the model runs here, behind one work queue that combines the chunks of
+    the images in flight into shared forward passes.
+    """
+    from serving import QueuedScorer, WorkQueue
+    from serving.remote import RemoteScorer, load_scorer
+
+    scorer = load_scorer(a.model, **_model_kwargs(a, config))
+    if isinstance(scorer, RemoteScorer):
+        return scorer, f"on Ray Serve at {scorer.config.address}", None
+    if a.in_flight == 1:
+        return scorer, "locally, one image at a time", None
+    queue = WorkQueue(max_jobs=max(64, 4 * a.in_flight))
+    return QueuedScorer(scorer, queue), "locally, through a work queue of shared batches", queue
+
+
+def audit_settings(a: argparse.Namespace):
+    """The audit's ExplainConfig: its defaults (SLIC, 40 regions) under the flags given."""
+    from .audit import audit_config
+    from .config import fields
+
+    return audit_config({s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)})
+
+
+def cmd_audit(a: argparse.Namespace) -> int:
+    import time
+
+    from tqdm import tqdm
+
+    from .audit import run_audit
+    from .audit_io import AuditFolder, audit_items, list_images, match_masks, settings_key
+
+    config = audit_settings(a)
+    files = list_images(a.images)
+    if a.limit is not None:
+        files = files[: a.limit]
+    masks = match_masks(files, a.expected_masks) if a.expected_masks else {}
+    if a.expected_masks and not masks:
+        raise LimecraftError(
+            f"--expected-masks {a.expected_masks!r} has no mask named as any of the images "
+            f"(e.g. {files[0][0]!r}: a mask named {Path(files[0][0]).stem}.png)"
+        )
+    if AuditFolder.holds_audit(a.out) and not a.resume:
+        raise LimecraftError(
+            f"--out {a.out!r} already holds an audit: add --resume to go on with it (finished "
+            "images are kept), or choose another folder"
+        )
+    folder = AuditFolder(a.out)
+    model_doc = {
+        "name": a.model,
+        "arch": a.arch,
+        "labels": a.labels,
+        "input_size": a.input_size,
+        "normalize": a.normalize,
+        "input_range": a.input_range,
+        "onnx_outputs": a.onnx_outputs,
+        "input_layout": a.input_layout,
+    }
+    key = settings_key(config, model_doc, a.top_k)
+    items = audit_items(files, masks)
+    rows: dict[str, Any] = {}
+    todo = []
+    for it in items:
+        row = folder.finished(it, key) if a.resume else None
+        if row is not None:
+            rows[it.key] = row
+        else:
+            todo.append(it)
+    kept = len(rows)
+    source = {
+        "images": str(a.images),
+        "expected_masks": a.expected_masks,
+        "count": len(items),
+        "with_masks": len(masks),
+    }
+    scorer, how, queue = _audit_scorer(a, config) if todo else (None, "", None)
+    inputs = {"model": a.model, "labels": a.labels, "arch": a.arch, **_onnx_inputs(scorer)}
+    if not a.quiet:
+        print(
+            f"auditing {len(items)} images with {a.model}"
+            + (f" ({len(masks)} with an expected mask)" if masks else "")
+            + (f"; {kept} already finished are kept" if kept else "")
+            + (f"; scored {how}, {a.in_flight} in flight" if todo else "")
+        )
+    bar = tqdm(total=len(todo), unit="img", desc="audit", disable=a.quiet or not todo)
+    counts = {"flagged": 0, "errors": 0}
+
+    def save(outcome: Any) -> None:  # in the image's thread, beside the others' explanations
+        folder.write(outcome, key, top_k=a.top_k, inputs=inputs)
+
+    def done(outcome: Any) -> None:
+        rows[outcome.row.key] = outcome.row
+        counts["flagged"] += outcome.row.flagged
+        counts["errors"] += not outcome.row.ok
+        bar.set_postfix_str(f"{counts['flagged']} flagged, {counts['errors']} errors")
+        bar.update(1)
+
+    t0 = time.perf_counter()
+    complete = False
+    try:
+        run_audit(todo, scorer, config, done, in_flight=a.in_flight, save=save)
+        complete = True
+    except KeyboardInterrupt:
+        pass
+    finally:
+        bar.close()
+        seconds = time.perf_counter() - t0
+        run = {
+            "in_flight": a.in_flight,
+            "scored": how,
+            "explained": len(rows) - kept,
+            "kept": kept,
+            "seconds": round(seconds, 2),
+            "images_per_minute": round(60 * (len(rows) - kept) / seconds, 1) if seconds else None,
+        }
+        if queue is not None:
+            run |= {"forward_passes": queue.forward_calls, "shared_passes": queue.combined_calls}
+            queue.shutdown()
+        ordered = [rows[it.key] for it in items if it.key in rows]
+        found = folder.finish(
+            ordered, config=config, key=key, model=model_doc, source=source,
+            complete=complete, run=run,
+        )  # fmt: skip
+    if not complete:
+        sys.stderr.write(
+            f"limecraft: interrupted: {len(rows)} of {len(items)} images are finished and kept in "
+            f"{a.out}; run the same command with --resume to finish\n"
+        )
+        return 130
+    if not a.quiet:
+        for line in found.sentences:
+            print(line)
+        made = len(rows) - kept
+        if made:
+            extra = (
+                f"; {queue.forward_calls} forward passes, {queue.combined_calls} shared by "
+                "several images"
+                if queue is not None
+                else ""
+            )
+            print(
+                f"explained {made} images in {seconds:.1f} s "
+                f"({60 * made / seconds:.0f} images/min{extra})"
+            )
+        for name in ("audit.html", "audit.csv", "audit.json"):
+            print(f"wrote {folder.path / name}")
+    return 0 if found.ok else 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad input or model failure, 130 cancelled)."""
     args = build_parser().parse_args(argv)
-    handlers = {"explain": cmd_explain, "models": cmd_models, "demo-data": cmd_demo_data}
+    handlers = {
+        "explain": cmd_explain,
+        "audit": cmd_audit,
+        "models": cmd_models,
+        "demo-data": cmd_demo_data,
+    }
     try:
         return handlers[args.command](args)
     except (LimecraftError, ModelError) as e:

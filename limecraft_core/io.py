@@ -20,6 +20,7 @@ __all__ = [
     "decode_image",
     "decode_mask",
     "encode_png",
+    "expected_area",
     "read_image",
     "read_label_map",
     "read_labels",
@@ -202,8 +203,34 @@ def read_labels(path: str | Path) -> list[str]:
     return names
 
 
-def encode_png(image: np.ndarray) -> bytes:
-    """PNG bytes of an (H, W, 3|4) uint8 image, or an (H, W) uint8/uint16 map."""
+def encode_png(image: np.ndarray, compress_level: int = 6) -> bytes:
+    """PNG bytes of an (H, W, 3|4) uint8 image, or an (H, W) uint8/uint16 map.
+
+    ``compress_level`` 1 is about 4 times faster than the default 6 for a 10% larger file (an
+    audit writes thousands)."""
     buf = io.BytesIO()
-    Image.fromarray(image).save(buf, format="PNG")
+    Image.fromarray(image).save(buf, format="PNG", compress_level=compress_level)
     return buf.getvalue()
+
+
+def expected_area(mask: np.ndarray, shape: tuple[int, int], name: str) -> np.ndarray:
+    """A mask read with :func:`read_mask` as the bool area the analyst expects the model to rely
+    on, checked against the image's ``(H, W)`` before any model pass.
+
+    Raises
+    ------
+    LimecraftError
+        If its size is not the image's, or it marks nothing (all black or transparent).
+    """
+    if mask.shape != tuple(shape):
+        raise LimecraftError(
+            f"{name} is {mask.shape[1]}x{mask.shape[0]} but the image is "
+            f"{shape[1]}x{shape[0]}; draw the expected area on an image of the same size"
+        )
+    area = mask != 0
+    if not area.any():
+        raise LimecraftError(
+            f"{name} is empty (all black or transparent); paint the area you "
+            "expect the model to rely on in any non-black colour"
+        )
+    return area

@@ -83,4 +83,7 @@ THRESHOLDS: dict[str, float] = {
     "early_stop_default": 0.9,  # the app's "stop early when stable" uses this W
     "low_r2": 0.5,  # surrogate fidelity below this gets a plain warning
     "good_r2": 0.8,  # and at least this a "good" badge
+    # an audit flags an image whose top region lies outside the expected region when hiding
+    # that region alone removes at least this share of the score
+    "audit_dependence": 0.5,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from skimage.segmentation import find_boundaries
@@ -21,12 +22,15 @@ __all__ = [
     "colorbar",
     "delta_map",
     "diverging_colors",
+    "explanation_overlay",
     "heatmap",
     "id_positions",
+    "location_map",
     "outline_masks",
     "overlay_legend",
     "region_colors",
     "region_map",
+    "sequential_colors",
     "softmax",
     "stack_vertically",
     "tinted_regions",
@@ -50,6 +54,26 @@ _PIYG = (
             [127, 188, 65],
             [77, 146, 33],
             [39, 100, 25],
+        ],
+        dtype=np.float64,
+    )
+    / 255.0
+)
+# A sequential ramp (matplotlib's "inferno", sampled): black for nothing, pale yellow for the
+# most, readable in greyscale and by colour-blind viewers. For unsigned maps (an audit's
+# location map).
+_INFERNO = (
+    np.array(
+        [
+            [0, 0, 4],
+            [31, 12, 72],
+            [85, 15, 109],
+            [136, 34, 106],
+            [186, 54, 85],
+            [227, 89, 51],
+            [249, 140, 10],
+            [249, 201, 50],
+            [252, 255, 164],
         ],
         dtype=np.float64,
     )
@@ -112,6 +136,43 @@ def diverging_colors(values: np.ndarray, vmax: float) -> np.ndarray:
     hi = np.minimum(lo + 1, len(_PIYG) - 1)
     frac = (pos - lo)[..., None]
     return _PIYG[lo] * (1 - frac) + _PIYG[hi] * frac
+
+
+def sequential_colors(values: np.ndarray, vmax: float) -> np.ndarray:
+    """Map values in [0, vmax] to RGB floats on the inferno scale; (...,) -> (..., 3)."""
+    v = np.asarray(values, np.float64)
+    v = np.where(np.isfinite(v), v, 0.0)
+    pos = np.clip(v / max(vmax, 1e-12), 0, 1) * (len(_INFERNO) - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, len(_INFERNO) - 1)
+    frac = (pos - lo)[..., None]
+    return _INFERNO[lo] * (1 - frac) + _INFERNO[hi] * frac
+
+
+def location_map(grid: np.ndarray, *, side: int = 256, vmax: float | None = None) -> Heatmap:
+    """An unsigned map in normalised image coordinates (an audit's mean |weight| per position)
+    as a square picture, brighter where the value is larger, with its colour scale.
+
+    Parameters
+    ----------
+    grid : (G, G) float ndarray, values >= 0 (NaN counts as 0)
+    side : int in [16, 4096], pixels on each side of the picture (cells are drawn as blocks)
+    vmax : float > 0, optional; the value of the brightest colour (default the grid's maximum)
+
+    Returns
+    -------
+    Heatmap with ``vmin`` 0; its colorbar runs from 0 (left) to ``vmax`` (right).
+    """
+    g = np.asarray(grid, np.float64)
+    if g.ndim != 2 or g.shape[0] != g.shape[1] or g.shape[0] < 1:
+        raise LimecraftError(f"a location map must be a square 2-D grid, got shape {g.shape}")
+    side = check_int("side", side, 16, 4096)
+    top = float(np.nanmax(g)) if vmax is None else check_float("vmax", vmax, 0.0)
+    top = top if top > 0 else 1.0
+    idx = np.minimum((np.arange(side) * g.shape[0]) // side, g.shape[0] - 1)
+    picture = _u8(sequential_colors(g[np.ix_(idx, idx)], top))
+    bar = _u8(np.repeat(sequential_colors(np.linspace(0, top, 256), top)[None], 24, axis=0))
+    return Heatmap(image=picture, vmin=0.0, vmax=top, colorbar=bar)
 
 
 def colorbar(width: int = 256, height: int = 24) -> np.ndarray:
@@ -827,3 +888,35 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     z = np.asarray(logits, dtype=np.float64)
     e = np.exp(z - z.max())
     return e / e.sum()
+
+
+#: An explanation's overlay picture is at least this many pixels on its long side, so that
+#: region ids are readable.
+OVERLAY_LONG_SIDE = 512
+
+
+def explanation_overlay(image: np.ndarray, result: Any, k: int) -> np.ndarray:
+    """The picture ``explain`` writes as overlay.png: the weight overlay, at least 512 px on its
+    long side, over its legend.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, the explained image
+    result : Explanation
+    k : int >= 1, regions tinted on each side
+
+    Returns
+    -------
+    (H', W', 3) uint8 ndarray; each tinted region carries its id (or its name), as the CLI's
+    summary names it.
+    """
+    long_side = max(OVERLAY_LONG_SIDE, *result.segments.shape)
+    texts = [name or str(i) for i, name in enumerate(result.region_names)]
+    chosen = tinted_regions(result.weights, k=k)
+    over = weight_overlay(
+        image, result.segments, result.weights, k=k, names=texts, long_side=long_side
+    )
+    legend = overlay_legend(
+        over.shape[1], class_label=result.class_labels[0], k=k, vmax=chosen.vmax
+    )
+    return stack_vertically(over, legend)

@@ -37,6 +37,7 @@ __all__ = [
     "DemoNet",
     "DemoSample",
     "generate",
+    "generate_mixed",
     "load_demo_model",
     "to_tensor",
 ]
@@ -166,6 +167,26 @@ def generate(count: int, *, seed: int = 0, mode: str = "aligned") -> list[DemoSa
             tag_class = -1
         samples.append(DemoSample(image, tag_mask, shape_class, tag_class, shape_mask))
     return samples
+
+
+def generate_mixed(count: int, *, seed: int = 0) -> list[tuple[str, DemoSample]]:
+    """An audit set: ``count`` images, half ``"aligned"`` (the rounded-up half) and half
+    ``"conflict"``, in a shuffled order, each with its mode.
+
+    The aligned images are :func:`generate`'s with ``seed``, the conflict images those with
+    ``seed + 1``, and the order is drawn from ``seed``: the same arguments give the same set.
+
+    Returns
+    -------
+    list of (mode, DemoSample)
+    """
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise ValueError(f"count must be a non-negative integer, got {count!r}")
+    aligned = generate((int(count) + 1) // 2, seed=seed, mode="aligned")
+    conflict = generate(int(count) // 2, seed=seed + 1, mode="conflict")
+    pairs = [("aligned", s) for s in aligned] + [("conflict", s) for s in conflict]
+    order = np.random.default_rng(seed).permutation(len(pairs))
+    return [pairs[i] for i in order]
 
 
 def _other_class(rng: np.random.Generator, cls: int, n_classes: int) -> int:

@@ -70,6 +70,7 @@ class _Job:
     expand: int
     alive: Callable[[], bool] | None
     chunks: deque[_Chunk]
+    chunk: int  # the chunk size it was submitted with (its last chunk may be smaller)
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -92,6 +93,8 @@ class WorkQueue:
         chunk on a CPU, where combining does not help (a larger batch of images falls out of
         the cache: 4 sessions ran 0.70x as fast as one after another with combining, 0.89x
         without), and four chunks on a GPU, which uses large batches far better than small ones.
+        Short chunks (the end of a block, a small image's per-region deltas) of several jobs
+        share one pass up to that size, so small images' perturbations share forward batches.
     """
 
     def __init__(self, max_jobs: int = 64, max_batch: int | None = None) -> None:
@@ -134,7 +137,7 @@ class WorkQueue:
                     f"the server is busy: {len(self._jobs)} explanations are waiting (at most "
                     f"{self.max_jobs}); try again in a minute"
                 )
-            job = _Job(next(self._ids), model, image, fill, labels, expand, alive, chunks)
+            job = _Job(next(self._ids), model, image, fill, labels, expand, alive, chunks, chunk)
             futures = [c.future for c in chunks]
             if chunks:
                 self._jobs.append(job)
@@ -203,7 +206,10 @@ class WorkQueue:
                 return []
             first = self._jobs[0]
             shape = tuple(first.image.shape)
-            chunk = len(first.chunks[0].masks)
+            # The batch is the first job's chunk size (4 chunks on a GPU), not its next
+            # chunk's length: a short chunk (the end of a block, the per-region deltas of a
+            # small image) leaves room that other jobs' chunks fill.
+            chunk = first.chunk
             limit = self.max_batch or (chunk if first.image.device.type == "cpu" else 4 * chunk)
             taken: list[tuple[_Job, _Chunk]] = []
             size = 0
@@ -212,7 +218,7 @@ class WorkQueue:
                     continue
                 c = job.chunks[0]
                 if taken and size + len(c.masks) > limit:
-                    break
+                    continue  # it waits for the next pass; a shorter chunk may still fit
                 job.chunks.popleft()
                 taken.append((job, c))
                 size += len(c.masks)

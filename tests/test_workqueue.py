@@ -122,6 +122,26 @@ def test_on_a_cpu_the_default_does_not_combine(queue):
     assert clf.model.sizes == [10] * 8
 
 
+def test_short_chunks_of_several_jobs_share_a_pass_up_to_the_chunk_size(queue):
+    """A job's last, short chunk leaves room in its pass that other jobs' short chunks fill
+    (an audit's small images: the end of each block, the per-region deltas), never more than
+    the chunk size on a CPU."""
+    clf = shared(Slow(delay=0.2))
+    image = torch.rand(3, 32, 32)
+    labels = torch.arange(32 * 32).reshape(32, 32) // 256
+    first = queue.submit(clf, image, image, labels, np.ones((13, 4), bool), 10)
+    time.sleep(0.05)  # the worker is busy with the first job's full chunk of 10
+    second = queue.submit(clf, image, image, labels, np.ones((3, 4), bool), 10)
+    third = queue.submit(clf, image, image, labels, np.ones((10, 4), bool), 10)
+    for _, futures in (first, second, third):
+        for f in futures:
+            f.result(timeout=10)
+    # job 1's 10 alone; then its short chunk of 3 and job 2's 3 in one pass (job 3's full
+    # chunk does not fit beside them and waits for the next pass)
+    assert clf.model.sizes == [10, 6, 10]
+    assert queue.combined_calls == 1 and queue.images == 26
+
+
 def test_round_robin_and_position(queue):
     clf = shared(Slow(delay=0.05))
     image = torch.rand(3, 32, 32)

@@ -1,0 +1,612 @@
+"""An audit's folder on disk: the edge between :mod:`limecraft_core.audit` and files.
+
+The command line (``python -m limecraft_core audit``) and the app's Audit page both write and
+read this layout, so a folder (or a zip of it) made by one opens in the other::
+
+    DIR/audit.json      format limecraft-audit: the settings, the model, the findings (plain
+                        sentences, per-class aggregates, the location map) and every row;
+                        written at the end, and on an interruption with "complete": false
+    DIR/audit.csv       the rows
+    DIR/audit.html      the findings as a self-contained page (it fetches nothing)
+    DIR/images/KEY/     one folder per image, written as soon as the image is finished:
+        image.png           the image as explained (decoded, EXIF orientation applied)
+        explanation.json    as ``explain`` writes it (with an ``inputs`` block)
+        segments.npy        the regions' label map
+        overlay.png         as ``explain`` writes it
+        expected.png        the expected mask, when one was given
+        thumb.jpg           the image and its overlay, small, for the report and the app
+        overlay.jpg
+        location.npy        its location grid (normalised image coordinates)
+        row.json            its summary row and the settings key, written last: an image
+                            whose row.json is there is finished
+
+Every file is written to a temporary name and renamed, so a crash or Ctrl-C never leaves half
+a file; ``--resume`` keeps every image whose ``row.json`` matches the image file, its mask and
+the settings, and explains the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from . import render
+from ._validate import LimecraftError
+from .audit import AuditInput, AuditItem, AuditOutcome, AuditRow, Findings, findings, sort_rows
+from .config import ExplainConfig
+from .io import decode_image, decode_mask, encode_png, expected_area
+from .result import Explanation
+
+__all__ = [
+    "FORMAT",
+    "IMAGE_SUFFIXES",
+    "AuditFolder",
+    "LoadedAudit",
+    "audit_items",
+    "list_images",
+    "load_audit",
+    "match_masks",
+    "settings_key",
+    "split_dataset",
+    "unpack_zip",
+]
+
+FORMAT = "limecraft-audit"
+FORMAT_VERSION = 1
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
+#: Folder names that hold expected masks in a dataset folder or zip (see split_dataset).
+MASK_FOLDERS = ("masks", "expected")
+#: The report's and the app's small pictures: at most this many px on the long side.
+THUMB_SIDE = 160
+MAX_LIST_BYTES = 50_000_000
+#: The audit's PNGs are written fast (zlib level 1): 4x quicker than the default, 10% larger.
+FAST_PNG = 1
+MAX_AUDIT_JSON_BYTES = 200 * 2**20
+#: An uploaded zip may unpack to at most this much, in at most this many files.
+MAX_UNPACKED_BYTES = 2 * 2**30
+MAX_ZIP_FILES = 100_000
+_KEY = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+# ----------------------------------------------------------------------------- the dataset
+
+
+def _is_image_name(name: str) -> bool:
+    base = os.path.basename(name)
+    return not base.startswith(".") and base.lower().endswith(IMAGE_SUFFIXES)
+
+
+def list_images(source: str | Path) -> list[tuple[str, Path]]:
+    """The images to audit: (the name recorded for it, its path), sorted by name.
+
+    ``source`` is a folder (searched recursively for image files; hidden files and folders are
+    skipped; the name is the path relative to the folder, with ``/``) or a text file listing one
+    image path per line (relative to the list file's folder unless absolute; blank lines and
+    lines starting with ``#`` are skipped; the name is the line as written).
+
+    Raises
+    ------
+    LimecraftError
+        If ``source`` does not exist, holds no image, or a list file is unreadable.
+    """
+    src = Path(source)
+    if not src.exists():
+        raise LimecraftError(f"IMAGES {str(src)!r} does not exist: give a folder or a list file")
+    if src.is_dir():
+        found = []
+        for p in src.rglob("*"):
+            rel = p.relative_to(src)
+            if any(part.startswith(".") for part in rel.parts) or not p.is_file():
+                continue
+            if _is_image_name(p.name):
+                found.append((rel.as_posix(), p))
+        if not found:
+            raise LimecraftError(
+                f"IMAGES folder {str(src)!r} holds no image files "
+                f"({', '.join(s.lstrip('.') for s in IMAGE_SUFFIXES)})"
+            )
+        return sorted(found)
+    try:
+        data = src.read_bytes()
+    except OSError as e:
+        raise LimecraftError(f"cannot read the list file {str(src)!r}: {e.strerror or e}") from None
+    if len(data) > MAX_LIST_BYTES:
+        raise LimecraftError(f"the list file {str(src)!r} is over {MAX_LIST_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise LimecraftError(
+            f"IMAGES {str(src)!r} is neither a folder nor a UTF-8 list of image paths"
+        ) from None
+    out, seen = [], set()
+    for line in text.splitlines():
+        name = line.strip()
+        if not name or name.startswith("#") or name in seen:
+            continue
+        seen.add(name)
+        p = Path(name)
+        out.append((name, p if p.is_absolute() else src.parent / p))
+    if not out:
+        raise LimecraftError(f"the list file {str(src)!r} names no image")
+    return out
+
+
+def match_masks(files: Sequence[tuple[str, Path]], masks: str | Path) -> dict[str, Path]:
+    """Each image's expected mask in the folder ``masks``: the file named as the image (its
+    relative path without the extension, any image extension), else one with the same bare
+    file name when only one has it. Images without a mask are left out.
+
+    Raises
+    ------
+    LimecraftError
+        If ``masks`` is not a folder.
+    """
+    root = Path(masks)
+    if not root.is_dir():
+        raise LimecraftError(f"--expected-masks {str(root)!r} is not a folder")
+    by_rel: dict[str, Path] = {}
+    by_stem: dict[str, list[Path]] = {}
+    for p in root.rglob("*"):
+        if p.is_file() and _is_image_name(p.name):
+            rel = p.relative_to(root).with_suffix("").as_posix()
+            by_rel.setdefault(rel, p)
+            by_stem.setdefault(p.stem, []).append(p)
+    out = {}
+    for name, _ in files:
+        rel = Path(name).with_suffix("").as_posix()
+        if rel in by_rel:
+            out[name] = by_rel[rel]
+        elif len(by_stem.get(Path(name).stem, [])) == 1:
+            out[name] = by_stem[Path(name).stem][0]
+    return out
+
+
+def split_dataset(root: str | Path) -> tuple[list[tuple[str, Path]], Path | None]:
+    """A dataset folder (an unpacked zip, an uploaded folder) as images and a masks folder.
+
+    The masks are the files in a folder named ``masks`` (or ``expected``), at any depth. The
+    images are those in a folder named ``images`` when there is one, else every other image
+    file (so ``labels.json``'s tags folder of ``demo-data --mixed`` is no image: it sits beside
+    ``images``).
+
+    Raises
+    ------
+    LimecraftError
+        If the folder holds no image.
+    """
+    root = Path(root)
+    dirs = sorted(
+        (p for p in root.rglob("*") if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: (len(p.parts), str(p)),
+    )
+    masks = next((d for d in dirs if d.name.lower() in MASK_FOLDERS), None)
+    images = next((d for d in dirs if d.name.lower() == "images"), None)
+    files = list_images(images or root)
+    if masks is not None and images is None:
+        inside = masks.relative_to(root).as_posix() + "/"
+        files = [(n, p) for n, p in files if not n.startswith(inside)]
+        if not files:
+            raise LimecraftError("the dataset holds masks but no image beside them")
+    return files, masks
+
+
+def unpack_zip(data: bytes, dest: str | Path) -> Path:
+    """Unpack an uploaded zip into the folder ``dest`` safely: no absolute paths or ``..``, no
+    links, at most :data:`MAX_ZIP_FILES` files and :data:`MAX_UNPACKED_BYTES` (checked before
+    anything is written, then again while inflating).
+
+    Raises
+    ------
+    LimecraftError
+        If it is not a zip, or breaks a rule above.
+    """
+    dest = Path(dest)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise LimecraftError("that file is not a zip archive") from None
+    with zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        if len(infos) > MAX_ZIP_FILES:
+            raise LimecraftError(f"the zip holds {len(infos):,} files; at most {MAX_ZIP_FILES:,}")
+        if sum(i.file_size for i in infos) > MAX_UNPACKED_BYTES:
+            raise LimecraftError(
+                f"the zip unpacks to over {MAX_UNPACKED_BYTES // 2**30} GB; split the dataset"
+            )
+        written = 0
+        for info in infos:
+            name = info.filename.replace("\\", "/")
+            parts = [p for p in name.split("/") if p not in ("", ".")]
+            if name.startswith("/") or ".." in parts or not parts or ":" in parts[0]:
+                raise LimecraftError(f"the zip holds an unsafe path {info.filename!r}")
+            if parts[0] == "__MACOSX" or (info.external_attr >> 16) & 0o170000 == 0o120000:
+                continue  # macOS resource forks; symbolic links are never followed
+            target = dest.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as out:
+                while chunk := src.read(1 << 20):
+                    written += len(chunk)
+                    if written > MAX_UNPACKED_BYTES:
+                        raise LimecraftError("the zip unpacks to more than it says; refused")
+                    out.write(chunk)
+    return dest
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise LimecraftError(f"{what} {str(path)!r} does not exist") from None
+    except OSError as e:
+        raise LimecraftError(f"cannot read {what} {str(path)!r}: {e.strerror or e}") from None
+    if not data:
+        raise LimecraftError(f"{what} {str(path)!r} is empty")
+    return data
+
+
+def file_digest(image: Path, mask: Path | None = None) -> str:
+    """A hash of the image file's bytes and of its mask's (unreadable files hash as missing)."""
+    h = hashlib.blake2b(digest_size=16)
+    for p in (image, mask):
+        if p is None:
+            h.update(b"|none")
+            continue
+        try:
+            h.update(b"|" + p.read_bytes())
+        except OSError:
+            h.update(b"|unreadable")
+    return h.hexdigest()
+
+
+def _keys(names: Sequence[str]) -> list[str]:
+    """A folder name per image name: safe characters, ``/`` as ``__``, unique."""
+    out, taken = [], set()
+    for name in names:
+        key = re.sub(r"[^A-Za-z0-9._-]", "_", name.replace("/", "__")).strip(".")[:150] or "image"
+        if key in taken:
+            key = f"{key}-{hashlib.blake2b(name.encode(), digest_size=4).hexdigest()}"
+        taken.add(key)
+        out.append(key)
+    return out
+
+
+def audit_items(
+    files: Sequence[tuple[str, Path]], masks: dict[str, Path] | None = None
+) -> list[AuditItem]:
+    """The :class:`~limecraft_core.audit.AuditItem` of each image file, with its mask.
+
+    An item's ``load`` reads and decodes the image and its mask; a bad image, or a mask that is
+    unreadable, empty or of another size, raises a LimecraftError that becomes its error row.
+    """
+    masks = masks or {}
+    out = []
+    for (name, path), key in zip(files, _keys([n for n, _ in files]), strict=True):
+        mask = masks.get(name)
+        out.append(AuditItem(name, key, file_digest(path, mask), _loader(name, path, mask)))
+    return out
+
+
+def _loader(name: str, path: Path, mask: Path | None) -> Callable[[], AuditInput]:
+    def load() -> AuditInput:
+        image = decode_image(_read(path, "image"), f"image {name!r}")
+        area = None
+        if mask is not None:
+            m = decode_mask(_read(mask, "expected mask"), f"expected mask {mask.name!r}")
+            area = expected_area(m, image.shape[:2], f"the expected mask {mask.name!r}")
+        return AuditInput(image, area)
+
+    return load
+
+
+def settings_key(config: ExplainConfig, model: dict[str, Any], top_k: int) -> str:
+    """A hash of everything a finished image's results depend on beyond its files: the
+    settings, the model and the overlay's top k."""
+    doc = json.dumps(
+        {"settings": config.to_dict(), "model": model, "top_k": top_k}, sort_keys=True, default=str
+    )
+    return hashlib.sha256(doc.encode()).hexdigest()[:32]
+
+
+# ----------------------------------------------------------------------------- the folder
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _jpeg(image: np.ndarray, side: int = THUMB_SIDE) -> bytes:
+    im = Image.fromarray(image)
+    scale = side / max(im.size)
+    if scale < 1:
+        im = im.resize(
+            (max(1, round(im.width * scale)), max(1, round(im.height * scale))),
+            Image.Resampling.LANCZOS,
+        )
+    elif scale > 1:  # small images are enlarged, blocky, so that their regions show
+        im = im.resize(
+            (max(1, round(im.width * scale)), max(1, round(im.height * scale))),
+            Image.Resampling.NEAREST,
+        )
+    buf = io.BytesIO()
+    im.convert("RGB").save(buf, format="JPEG", quality=85)
+    return buf.getvalue()
+
+
+def thumbnails(
+    image: np.ndarray, ex: Explanation, expected: np.ndarray | None
+) -> tuple[bytes, bytes]:
+    """The image and its overlay (top 3 regions for and against, the expected region outlined
+    in blue) as small JPEGs."""
+    over = render.weight_overlay(
+        image, ex.segments, ex.weights, k=3, ids=False, max_alpha=0.45, outline=1
+    )
+    if expected is not None:
+        over = render.outline_masks(over, [expected], [(40, 110, 255)], 0.0)
+    return _jpeg(image), _jpeg(over)
+
+
+class AuditFolder:
+    """The ``--out`` folder of an audit (see the module docstring).
+
+    Parameters
+    ----------
+    path : the folder; created when missing
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise LimecraftError(f"--out {str(self.path)!r} exists and is not a folder")
+        try:
+            (self.path / "images").mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LimecraftError(
+                f"cannot create the audit folder {str(self.path)!r}: {e.strerror or e}"
+            ) from None
+
+    @staticmethod
+    def holds_audit(path: str | Path) -> bool:
+        """Whether ``path`` already holds an audit (finished or not)."""
+        p = Path(path)
+        return (p / "audit.json").exists() or any((p / "images").glob("*/row.json"))
+
+    def image_dir(self, key: str) -> Path:
+        if not _KEY.match(key) or key in (".", ".."):
+            raise LimecraftError(f"not an audit image key: {key!r}")
+        return self.path / "images" / key
+
+    # ------------------------------------------------------------------ per image
+
+    def finished(self, item: AuditItem, key: str) -> AuditRow | None:
+        """The row of ``item`` if it was finished with the same files and settings key."""
+        try:
+            d = json.loads((self.image_dir(item.key) / "row.json").read_text())
+            row = AuditRow.from_dict(d.get("row"))
+        except (OSError, ValueError, AttributeError, LimecraftError):
+            return None
+        if d.get("settings_key") != key or row.digest != item.digest or not row.ok:
+            return None
+        if not (self.image_dir(item.key) / "location.npy").exists():
+            return None
+        return row
+
+    def write(self, outcome: AuditOutcome, key: str, *, top_k: int, inputs: dict) -> None:
+        """Write one finished image's files; ``row.json`` last."""
+        d = self.image_dir(outcome.row.key)
+        d.mkdir(parents=True, exist_ok=True)
+        row_file = d / "row.json"
+        if row_file.exists():  # it is being redone: no stale row marks it finished meanwhile
+            row_file.unlink()
+        ex, inp = outcome.explanation, outcome.input
+        if ex is not None and inp is not None:
+            doc = ex.to_dict()
+            doc["inputs"] = {"image_file": outcome.row.file, **inputs}
+            _atomic(d / "image.png", encode_png(inp.image, FAST_PNG))
+            _atomic(d / "explanation.json", json.dumps(doc, indent=2).encode())
+            buf = io.BytesIO()
+            np.save(buf, ex.segments)
+            _atomic(d / "segments.npy", buf.getvalue())
+            overlay = render.explanation_overlay(inp.image, ex, top_k)
+            _atomic(d / "overlay.png", encode_png(overlay, FAST_PNG))
+            if inp.expected is not None:
+                _atomic(d / "expected.png", encode_png((inp.expected * 255).astype(np.uint8)))
+            else:
+                (d / "expected.png").unlink(missing_ok=True)
+            thumb, over = thumbnails(inp.image, ex, inp.expected)
+            _atomic(d / "thumb.jpg", thumb)
+            _atomic(d / "overlay.jpg", over)
+            buf = io.BytesIO()
+            np.save(buf, outcome.grid.astype(np.float32))
+            _atomic(d / "location.npy", buf.getvalue())
+        else:  # an error: nothing of an earlier result may stand beside its row
+            for f in d.iterdir():
+                if f.name != "row.json":
+                    f.unlink()
+        _atomic(row_file, json.dumps({"row": outcome.row.to_dict(), "settings_key": key}).encode())
+
+    def grid(self, key: str) -> np.ndarray | None:
+        try:
+            g = np.load(self.image_dir(key) / "location.npy", allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        return g if g.ndim == 2 and g.shape[0] == g.shape[1] else None
+
+    def picture(self, key: str, name: str) -> bytes | None:
+        try:
+            return (self.image_dir(key) / name).read_bytes()
+        except OSError:
+            return None
+
+    # ------------------------------------------------------------------ the whole
+
+    def finish(
+        self,
+        rows: Iterable[AuditRow],
+        *,
+        config: ExplainConfig,
+        key: str,
+        model: dict[str, Any],
+        source: dict[str, Any],
+        complete: bool,
+        run: dict[str, Any] | None = None,
+    ) -> Findings:
+        """Write audit.json, audit.csv and audit.html for ``rows`` (in their given order)."""
+        from .audit_report import audit_csv, audit_html
+
+        rows = list(rows)
+        grids = [g for r in rows if r.ok for g in [self.grid(r.key)] if g is not None]
+        found = findings(rows, grids)
+        doc = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "complete": bool(complete),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "source": source,
+            "model": model,
+            "settings": config.to_dict(),
+            "settings_key": key,
+            "run": run or {},
+            "findings": found.to_dict(),
+            "rows": [r.to_dict() for r in rows],
+        }
+        _atomic(self.path / "audit.json", json.dumps(doc, indent=1).encode())
+        _atomic(self.path / "audit.csv", audit_csv(rows).encode())
+        pictures = {
+            r.key: (self.picture(r.key, "thumb.jpg"), self.picture(r.key, "overlay.jpg"))
+            for r in rows
+            if r.ok
+        }
+        html = audit_html(
+            found,
+            sort_rows(rows),
+            pictures,
+            model=str(model.get("name", "")),
+            config=config,
+            complete=complete,
+            created=doc["created"],
+        )
+        _atomic(self.path / "audit.html", html.encode())
+        return found
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedAudit:
+    """A finished (or interrupted) audit read back from its folder.
+
+    Attributes
+    ----------
+    folder : AuditFolder
+    rows : tuple of AuditRow, in the audit's order
+    findings : Findings, recomputed from the rows and the images' location grids
+    config : ExplainConfig, the settings it ran with
+    model : dict, the model it ran with (``name`` and the options)
+    source : dict, where its images came from
+    complete : bool
+    created : str
+    """
+
+    folder: AuditFolder
+    rows: tuple[AuditRow, ...]
+    findings: Findings
+    config: ExplainConfig
+    model: dict[str, Any]
+    source: dict[str, Any]
+    complete: bool
+    created: str
+
+    def row(self, key: str) -> AuditRow:
+        for r in self.rows:
+            if r.key == key:
+                return r
+        raise LimecraftError(f"the audit has no image {key!r}")
+
+    def image(self, key: str) -> np.ndarray:
+        return decode_image(_read(self.folder.image_dir(key) / "image.png", "image"), key)
+
+    def expected(self, key: str) -> np.ndarray | None:
+        p = self.folder.image_dir(key) / "expected.png"
+        return decode_mask(_read(p, "expected mask"), key) != 0 if p.exists() else None
+
+    def explanation(self, key: str) -> Explanation:
+        data = _read(self.folder.image_dir(key) / "explanation.json", "explanation")
+        return Explanation.from_json(data)
+
+
+def _text(v: Any, what: str, most: int = 10_000) -> str:
+    if not isinstance(v, str) or len(v) > most:
+        raise LimecraftError(f"audit.json: {what} must be a string")
+    return v
+
+
+def load_audit(path: str | Path) -> LoadedAudit:
+    """Read an audit folder (``audit.json`` and its ``images/``), checking every part.
+
+    Raises
+    ------
+    LimecraftError
+        If the folder holds no audit.json, or it is not a LIMEcraft audit or does not fit.
+    """
+    folder = Path(path)
+    if not (folder / "audit.json").is_file():
+        inner = sorted(folder.rglob("audit.json"), key=lambda p: len(p.parts))
+        if not inner:
+            raise LimecraftError(
+                "no audit.json there: give the folder an audit wrote (python -m limecraft_core "
+                "audit ... --out DIR), or a zip of it"
+            )
+        folder = inner[0].parent
+    data = _read(folder / "audit.json", "audit.json")
+    if len(data) > MAX_AUDIT_JSON_BYTES:
+        raise LimecraftError(f"audit.json is over {MAX_AUDIT_JSON_BYTES // 2**20} MB")
+    try:
+        d = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise LimecraftError(f"audit.json is not JSON: {e}") from None
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise LimecraftError(f"audit.json is not a LIMEcraft audit (format {FORMAT} missing)")
+    if d.get("format_version") != FORMAT_VERSION:
+        raise LimecraftError(
+            f"audit.json has an unsupported format_version {d.get('format_version')!r}"
+        )
+    raw_rows = d.get("rows")
+    if not isinstance(raw_rows, list) or len(raw_rows) > 1_000_000:
+        raise LimecraftError("audit.json: rows must be a list")
+    rows = tuple(AuditRow.from_dict(r) for r in raw_rows)
+    af = AuditFolder.__new__(AuditFolder)
+    af.path = folder
+    for r in rows:
+        af.image_dir(r.key)  # every key is a plain folder name
+    try:
+        config = ExplainConfig.from_dict(d.get("settings"))
+    except LimecraftError as e:
+        raise LimecraftError(f"audit.json: settings: {e}") from None
+    model = d.get("model") if isinstance(d.get("model"), dict) else {}
+    source = d.get("source") if isinstance(d.get("source"), dict) else {}
+    grids = [g for r in rows if r.ok for g in [af.grid(r.key)] if g is not None]
+    return LoadedAudit(
+        folder=af,
+        rows=rows,
+        findings=findings(rows, grids),
+        config=config,
+        model={k: v for k, v in model.items() if isinstance(k, str)},
+        source=source,
+        complete=bool(d.get("complete", False)),
+        created=_text(d.get("created", ""), "created", 100),
+    )

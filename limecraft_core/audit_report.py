@@ -1,0 +1,145 @@
+"""An audit's findings as text: the rows as CSV, and a self-contained HTML page.
+
+Pure functions returning text; :mod:`limecraft_core.audit_io` writes them. The page is rendered
+from ``templates/audit.html.j2`` with autoescaping on (file names, class labels and region names
+are user text), its pictures are data URLs and its CSS and sorting script are inline: it fetches
+nothing. It leads with the plain findings, then the location map, the per-class aggregates and
+a sortable table of every image (flagged first) with its thumbnail and overlay.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from . import render
+from .audit import DEPENDENCE, FLAG_TEXT, AuditRow, Findings
+from .config import ExplainConfig
+from .config import fields as setting_fields
+from .io import encode_png
+
+__all__ = ["CSV_COLUMNS", "audit_csv", "audit_html"]
+
+#: The columns of audit.csv: every row field, then whether it is flagged and why.
+CSV_COLUMNS: tuple[str, ...] = (*(f.name for f in fields(AuditRow)), "flagged", "reason")
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "" if not math.isfinite(v) else f"{v:.6g}"
+    if isinstance(v, tuple):
+        return ";".join(v)
+    if v is None:
+        return ""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@"):
+        return "'" + v  # a spreadsheet would run it as a formula
+    return v
+
+
+def audit_csv(rows: Sequence[AuditRow]) -> str:
+    """The rows as CSV text, one image a line, columns :data:`CSV_COLUMNS`."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(CSV_COLUMNS)
+    for r in rows:
+        values = [getattr(r, c) for c in CSV_COLUMNS[:-2]] + [r.flagged, r.reason]
+        w.writerow([_cell(v) for v in values])
+    return buf.getvalue()
+
+
+def _data_url(data: bytes | None, mime: str) -> str | None:
+    if not data:
+        return None
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+def _num(v: Any, fmt: str = ".2f") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    return format(v, fmt)
+
+
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("limecraft_core", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    return env.get_template("audit.html.j2")
+
+
+def audit_html(
+    found: Findings,
+    rows: Sequence[AuditRow],
+    pictures: Mapping[str, tuple[bytes | None, bytes | None]],
+    *,
+    model: str,
+    config: ExplainConfig,
+    complete: bool = True,
+    created: str = "",
+) -> str:
+    """The audit as one self-contained HTML page.
+
+    Parameters
+    ----------
+    found : Findings of the rows
+    rows : the rows in the order the table starts in (flagged first: ``audit.sort_rows``)
+    pictures : {row key: (thumbnail JPEG, overlay JPEG)}
+    model : the model's name
+    config : the settings the audit ran with (those that differ from the defaults are listed)
+    complete : False for an interrupted audit (the page says so)
+    created : when it was written (ISO 8601)
+    """
+    location = None
+    if found.location is not None:
+        hm = render.location_map(found.location, side=320)
+        location = {
+            "src": _data_url(encode_png(hm.image), "image/png"),
+            "bar": _data_url(encode_png(hm.colorbar), "image/png"),
+            "vmax": hm.vmax,
+        }
+    defaults = ExplainConfig().flat()
+    changed = [
+        {"name": s.name, "value": str(config.flat()[s.name]), "help": s.help}
+        for s in setting_fields()
+        if config.flat()[s.name] != defaults[s.name]
+    ]
+    table = []
+    for r in rows:
+        thumb, over = pictures.get(r.key, (None, None))
+        table.append(
+            {
+                "row": r,
+                "thumb": _data_url(thumb, "image/jpeg"),
+                "overlay": _data_url(over, "image/jpeg"),
+                "top": (r.top_name or f"region {r.top_region}") if r.ok else "",
+                "reason": r.reason,
+            }
+        )
+    masked = found.with_masks > 0
+    return _template().render(
+        found=found,
+        table=table,
+        location=location,
+        model=model,
+        changed=changed,
+        complete=complete,
+        created=created,
+        masked=masked,
+        dependence=DEPENDENCE,
+        flag_text=FLAG_TEXT,
+    )
