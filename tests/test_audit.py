@@ -201,7 +201,9 @@ def test_findings_of_nothing_say_so():
 
 
 def test_a_row_round_trips_and_a_bad_one_is_refused():
-    row = audit_row(explain_toy(CORNER, expected=True), file="a", key="a", digest="d", has_mask=True)
+    row = audit_row(
+        explain_toy(CORNER, expected=True), file="a", key="a", digest="d", has_mask=True
+    )
     assert AuditRow.from_dict(row.to_dict()) == row
     err = error_row("b", "b", "d", "line one\nline two")
     assert err.error == "line one line two" and AuditRow.from_dict(err.to_dict()) == err
@@ -285,7 +287,8 @@ def test_images_in_flight_give_the_same_results_as_one_at_a_time():
 
     images = [s.image for s in demo.generate(4, seed=77, mode="conflict")]
     items = [
-        AuditItem(f"{i}", f"{i}", "d", (lambda im=im: AuditInput(im))) for i, im in enumerate(images)
+        AuditItem(f"{i}", f"{i}", "d", (lambda im=im: AuditInput(im)))
+        for i, im in enumerate(images)
     ]
     clf = load_classifier("demo", device="cpu")
     cfg = audit_config({"samples": 150})

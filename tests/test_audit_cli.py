@@ -36,7 +36,9 @@ def run(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess
 
 
 def demo_set(folder: Path, count: int, seed: int) -> Path:
-    p = run("demo-data", "--mixed", "--count", str(count), "--seed", str(seed), "--out", str(folder))
+    p = run(
+        "demo-data", "--mixed", "--count", str(count), "--seed", str(seed), "--out", str(folder)
+    )
     assert p.returncode == 0, p.stderr
     return folder
 
@@ -134,7 +136,9 @@ def test_without_masks_the_border_and_the_location_map(mixed, tmp_path):
     p = audit(mixed, out, "--limit", "6", masks=False)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[1].startswith("In ") and "top region touches the image border (flagged)" in lines[1]
+    assert (
+        lines[1].startswith("In ") and "top region touches the image border (flagged)" in lines[1]
+    )
     assert any(line.startswith("Location map: the outer 10% of each side") for line in lines)
     doc = json.loads((out / "audit.json").read_text())
     grid = np.asarray(doc["findings"]["location_map"])
@@ -251,7 +255,9 @@ def test_a_killed_audit_keeps_what_is_done_and_resume_gives_the_same_results(mix
         d = out / "images" / key
         row = json.loads((d / "row.json").read_text())["row"]
         assert row["status"] == "ok"
-        assert Explanation.from_json((d / "explanation.json").read_text()).target == row["predicted"]
+        assert (
+            Explanation.from_json((d / "explanation.json").read_text()).target == row["predicted"]
+        )
         stamps[key] = {f.name: f.stat().st_mtime_ns for f in d.iterdir()}
     assert not (out / "audit.json").exists()
 
@@ -297,7 +303,7 @@ def test_progress_bar_with_eta_and_a_list_file(mixed, tmp_path):
     p = run("audit", str(listing), "--model", "demo", "--out", str(out), *FAST, "--in-flight", "2")
     assert p.returncode == 0, p.stderr
     assert "audit: 100%" in p.stderr and "4/4" in p.stderr  # tqdm's bar ...
-    assert "<00:" in p.stderr and "img/s" in p.stderr or "s/img" in p.stderr  # ... with its ETA
+    assert "<00:" in p.stderr and ("img/s" in p.stderr or "s/img" in p.stderr)  # ... its ETA
     assert "flagged" in p.stderr
     rows = rows_of(out)
     assert [r["status"] for r in rows] == ["ok", "ok", "ok", "error"]
