@@ -5,6 +5,7 @@ Opens on a demo image with the demo model; the Explain page's button works at on
 
 import logging
 import os
+from urllib.parse import urlsplit
 
 # Busy-waiting OpenMP threads cost ~8 ms per torch op on small, throttled machines
 # (see README, Performance). Must be set before torch starts its thread pool.
@@ -30,13 +31,26 @@ def _leave_pages_folder_mode() -> None:
     # Not under AppTest (its session id is fixed): it clicks on the widgets of its first run.
     if PagesManager.uses_pages_directory and ctx and ctx.session_id != "test session id":
         PagesManager.uses_pages_directory = False
+        # That first run also loses the page the address asked for (/audit opened on Explain):
+        # remember it, and go there once the pages are known.
+        path = urlsplit(st.context.url or "").path.strip("/").split("/")[-1]
+        if path:
+            st.session_state["_first_page"] = path
         st.rerun()
+
+
+def _first_page(pages: list) -> None:
+    """The page a fresh server's first visitor asked for (see _leave_pages_folder_mode)."""
+    wanted = st.session_state.pop("_first_page", None)
+    target = next((p for p in pages if p.url_path == wanted), None)
+    if target is not None:
+        st.switch_page(target)
 
 
 _leave_pages_folder_mode()
 
 try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
-    from pages.lib import auth, display, sidebar, state
+    from pages.lib import audits, auth, display, sidebar, state
 except LimecraftError as e:
     st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
     st.stop()
@@ -46,6 +60,7 @@ auth.gate()
 
 sidebar.load_pending()  # a just-uploaded image: decoded and segmented here, with progress
 app = state.get()
+audits.keep_in_url()  # the session's audit stays in the page address on every page
 sidebar.sidebar(app)
 
 pages = [
@@ -67,8 +82,10 @@ pages = [
     st.Page(
         "pages/app_pages/export.py", title="Export", icon=":material/download:", url_path="export"
     ),
+    st.Page("pages/app_pages/audit.py", title="Audit", icon=":material/dataset:", url_path="audit"),
 ]
 page = st.navigation(pages)
+_first_page(pages)
 st.set_page_config(page_title=f"{page.title} · LIMEcraft")  # each page's own browser tab title
 if app.message:  # e.g. a reopened analysis's model is gone: said once, on top of the page
     sidebar.error(app.message)

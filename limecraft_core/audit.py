@@ -582,7 +582,7 @@ def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Find
         s.append(text + (f"; {_by_label(out)}." if out else "."))
         s.append(
             f"The top region lies outside the expected region in {len(miss)} of {len(masked)} "
-            f"images (pointing game: {len(masked) - len(miss)} hits)"
+            f"images (pointing game: {_plural(len(masked) - len(miss), 'hit')})"
             + (
                 f"; in {len(miss) - len(out)} of them the prediction survives hiding it, so the "
                 "object holds it up as well."

@@ -583,15 +583,16 @@ def _demo_entry(s: Any, file: str, tag: str, shape: str, **more: Any) -> dict[st
     }
 
 
-def _demo_mixed(out: Path, count: int, seed: int) -> int:
-    """``demo-data --mixed``: the audit layout (images/, masks/ = the shapes, tags/)."""
+def write_demo_mixed(out: Path, count: int, seed: int) -> list[dict[str, Any]]:
+    """The audit layout of ``demo-data --mixed`` in ``out``: images/, masks/ (the drawn shapes,
+    the expected regions), tags/ and labels.json. Returns labels.json's entries."""
     from models import demo
 
     from .io import encode_png
 
     folders = {k: out / k for k in ("images", "masks", "tags")}
     for f in folders.values():
-        f.mkdir(exist_ok=True)
+        f.mkdir(parents=True, exist_ok=True)
     entries = []
     for i, (mode, s) in enumerate(demo.generate_mixed(count, seed=seed)):
         name = f"demo_{i:04d}.png"
@@ -600,15 +601,20 @@ def _demo_mixed(out: Path, count: int, seed: int) -> int:
         (folders["tags"] / name).write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
         entries.append(_demo_entry(s, name, f"tags/{name}", f"masks/{name}", mode=mode))
     (out / "labels.json").write_text(json.dumps(entries, indent=2))
+    return entries
+
+
+def _demo_mixed(out: Path, count: int, seed: int) -> int:
+    entries = write_demo_mixed(out, count, seed)
     n_conflict = sum(e["mode"] == "conflict" for e in entries)
     print(
         f"wrote {len(entries)} images ({len(entries) - n_conflict} aligned, {n_conflict} conflict) "
-        f"to {folders['images']}, their drawn shapes as expected masks in {folders['masks']}, "
-        f"their tags in {folders['tags']} and labels.json to {out}"
+        f"to {out / 'images'}, their drawn shapes as expected masks in {out / 'masks'}, "
+        f"their tags in {out / 'tags'} and labels.json to {out}"
     )
     print(
-        f"audit them: {PROG} audit {folders['images']} --model demo --expected-masks "
-        f"{folders['masks']} --out {out / 'audit'}"
+        f"audit them: {PROG} audit {out / 'images'} --model demo --expected-masks "
+        f"{out / 'masks'} --out {out / 'audit'}"
     )
     return 0
 

@@ -66,7 +66,10 @@ REGION_COLOURS = {
     "green": "#3cb44b",
     "gray": "#808080",
 }
-SOURCES = ("gallery", "upload", "restore")
+SOURCES = ("gallery", "upload", "restore", "audit")
+#: The expected area that came with an image (an audit's expected mask), in the "expected"
+#: choices beside the handcrafted regions.
+AREA = "area"
 
 
 def next_colour(n: int) -> str:
@@ -152,6 +155,10 @@ class Analysis:
     trust_explanation: lc.Explanation | None = None
     edited_image: np.ndarray | None = None  # the edited image that edited_explanation explains
     edited_explanation: lc.Explanation | None = None
+    # the expected mask an audit judged the image against (not a region of the map), and
+    # whether it counts as expected now
+    expected_area: np.ndarray | None = None
+    area_expected: bool = True
     # --- session only, never saved
     id: str = ""
     canvas_version: int = 0
@@ -314,16 +321,29 @@ def update_region(a: Analysis, uid: str, name: str, inner: int) -> None:
 
 
 def expected_mask(a: Analysis) -> np.ndarray | None:
-    """The union of the handcrafted regions marked as expected, or None when none is."""
+    """The union of the handcrafted regions marked as expected and of the expected area (when
+    it counts), or None when there is none."""
     marked = [h.mask for h in a.hand if h.expected]
+    if a.expected_area is not None and a.area_expected:
+        marked.append(a.expected_area)
     return np.logical_or.reduce(marked) if marked else None
 
 
+def expected_ids(a: Analysis) -> set[str]:
+    """The uids of the handcrafted regions marked as expected, and :data:`AREA` when the
+    expected area counts."""
+    ids = {h.uid for h in a.hand if h.expected}
+    if a.expected_area is not None and a.area_expected:
+        ids.add(AREA)
+    return ids
+
+
 def set_expected(a: Analysis, uids: set[str] | frozenset[str]) -> None:
-    """Mark exactly these handcrafted regions as expected; the results' localisation follows
-    (no model pass: it reads the weights)."""
+    """Mark exactly these handcrafted regions (and the expected area, :data:`AREA`) as
+    expected; the results' localisation follows (no model pass: it reads the weights)."""
     for h in a.hand:
         h.expected = h.uid in uids
+    a.area_expected = AREA in uids
     mask = expected_mask(a)
     for name in ("explanation", "trust_explanation", "edited_explanation"):
         ex = getattr(a, name)
@@ -466,6 +486,28 @@ def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
     a.config = within_app(ex.config)
 
 
+def from_audit(
+    image: np.ndarray,
+    name: str,
+    ex: lc.Explanation,
+    *,
+    model: ModelRef,
+    expected: np.ndarray | None = None,
+    tag_mask: np.ndarray | None = None,
+    note: str = "",
+) -> Analysis:
+    """One image of an audit as a new analysis: its regions and explanation as the audit made
+    them, and its expected mask as the expected area (so Explain and Trust measure against it
+    at once)."""
+    a = new(image, name, tag_mask=tag_mask, note=note, source="audit")
+    a.model_name, a.model_labels = model.name, list(model.labels) if model.labels else None
+    a.model_arch, a.model_normalize = model.arch, model.normalize
+    a.expected_area = None if expected is None else np.asarray(expected, bool).copy()
+    restore_explanation(a, ex)
+    a.explanation = with_expected(a, ex)
+    return a
+
+
 # ----------------------------------------------------------------------------- the format
 
 
@@ -501,6 +543,7 @@ def fingerprint(a: Analysis) -> str:
         sorted(a.selected),
         json.dumps(a.config.to_dict(), sort_keys=True),
         [dataclasses.astuple(e) for e in a.edits],
+        a.area_expected,
         [
             id(x)
             for x in (
@@ -513,7 +556,7 @@ def fingerprint(a: Analysis) -> str:
         ],
     ]
     h.update(repr(parts).encode())
-    for arr in (a.image, a.tag_mask, a.edited_image, *(r.mask for r in a.hand)):
+    for arr in (a.image, a.tag_mask, a.edited_image, a.expected_area, *(r.mask for r in a.hand)):
         h.update(b"-" if arr is None else digest(arr).encode())
     return h.hexdigest()
 
@@ -544,6 +587,10 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "source": a.source,
             "png": _b64_png(a.image),
             "tag_mask": None if a.tag_mask is None else _npz(a.tag_mask.astype(bool)),
+            "expected_area": None
+            if a.expected_area is None
+            else _npz(a.expected_area.astype(bool)),
+            "area_expected": a.area_expected,
         },
         "model": {
             "name": a.model_name,
@@ -789,6 +836,7 @@ def from_dict(d: Any) -> Analysis:
     image = _image(img.get("png"), "image")
     shape = image.shape[:2]
     tag = img.get("tag_mask")
+    area = img.get("expected_area")
     source = img.get("source")
     if source not in SOURCES:
         raise _fail(f"image source must be one of {', '.join(SOURCES)}")
@@ -824,6 +872,10 @@ def from_dict(d: Any) -> Analysis:
         image=image,
         image_name=_text(img.get("name"), "image name", 300),
         tag_mask=None if tag is None else _array(tag, "tag_mask", shape, "bui").astype(bool),
+        expected_area=None
+        if area is None
+        else _array(area, "expected_area", shape, "bui").astype(bool),
+        area_expected=_bool(img.get("area_expected", True), "image area_expected"),
         note=_text(img.get("note", ""), "image note", 1000),
         source=source,
         model_name=_text(model.get("name"), "model name", 4096),

@@ -24,12 +24,13 @@ WORKING_SIZES = ("auto", 192, 256, 384, 512, 768, 1024, 2048, None)
 DEFAULT_LABEL = "default"
 
 
-def key_of(name: str) -> str:
+def key_of(name: str, prefix: str = KEY_PREFIX) -> str:
     """The widget key of a setting. It changes when another analysis comes in (the session's
     ``_view`` counter), so that the widget starts from that analysis' value: a browser keeps a
-    widget's old value under the same key. A session's first analysis keeps the plain key."""
+    widget's old value under the same key. A session's first analysis keeps the plain key.
+    Another page's own copy of a setting (the Audit page's) takes another ``prefix``."""
     view = st.session_state.get("_view", 0)
-    return f"{KEY_PREFIX}{name}" if not view else f"{KEY_PREFIX}{name}-{view}"
+    return f"{prefix}{name}" if not view else f"{prefix}{name}-{view}"
 
 
 def forget_widgets() -> None:
@@ -52,7 +53,9 @@ def _range(s: FieldSpec) -> tuple[float | None, float | None]:
     return lim.lo, lim.hi
 
 
-def _number(s: FieldSpec, value: Any, col: Any, label: str | None = None) -> Any:
+def _number(
+    s: FieldSpec, value: Any, col: Any, label: str | None = None, prefix: str = KEY_PREFIX
+) -> Any:
     lo, hi = _range(s)
     is_int = s.kind == "int"
     cast = int if is_int else float
@@ -71,15 +74,15 @@ def _number(s: FieldSpec, value: Any, col: Any, label: str | None = None) -> Any
         max_value=hi,
         value=value,
         step=1 if is_int else None,
-        key=key_of(s.name),
+        key=key_of(s.name, prefix),
         help=s.help + (" (empty: the default)" if empty else ""),
         placeholder=DEFAULT_LABEL if empty else None,
     )
 
 
-def setting_widget(s: FieldSpec, value: Any, col: Any = st) -> Any:
+def setting_widget(s: FieldSpec, value: Any, col: Any = st, prefix: str = KEY_PREFIX) -> Any:
     """One setting's widget; returns the value it shows (None where the default applies)."""
-    key, label, help_ = key_of(s.name), _label(s), s.help
+    key, label, help_ = key_of(s.name, prefix), _label(s), s.help
     kind = s.kind
     if kind == "bool":
         if s.optional:
@@ -109,8 +112,9 @@ def setting_widget(s: FieldSpec, value: Any, col: Any = st) -> Any:
             on = col.checkbox(label, value is not None, key=key + "_on", help=help_)
             if not on:
                 return None
-            return _number(s, s.default if value is None else value, col, f"{label}: value")
-        return _number(s, value, col)
+            value = s.default if value is None else value
+            return _number(s, value, col, f"{label}: value", prefix)
+        return _number(s, value, col, prefix=prefix)
     if kind == "width":
         uniform = col.checkbox(
             "Uniform kernel", value == "uniform", key=key + "_uniform", help=help_
@@ -162,12 +166,14 @@ def setting_widget(s: FieldSpec, value: Any, col: Any = st) -> Any:
     raise ValueError(f"no widget for {s.name} ({kind}): it is set on its own page")
 
 
-def settings_form(cfg: lc.ExplainConfig, names: Iterable[str], columns: int = 2) -> dict[str, Any]:
+def settings_form(
+    cfg: lc.ExplainConfig, names: Iterable[str], columns: int = 2, prefix: str = KEY_PREFIX
+) -> dict[str, Any]:
     """Widgets for the named settings, laid out in columns; returns {name: value shown}."""
     cols = st.columns(columns)
     current = cfg.flat()
     return {
-        name: setting_widget(spec(name), current[name], cols[i % columns])
+        name: setting_widget(spec(name), current[name], cols[i % columns], prefix)
         for i, name in enumerate(names)
     }
 

@@ -66,10 +66,11 @@ class ExplainProgress:
         left = self.seconds_left()
         if left is None:
             return head + (" · timing the first passes…" if self.total else "…")
-        return f"{head} · about {_duration(left)} left"
+        return f"{head} · about {duration(left)} left"
 
 
-def _duration(s: float) -> str:
+def duration(s: float) -> str:
+    """A time left as people say it: '1 s', '40 s', '3 min'."""
     if s < 1.5:
         return "1 s"
     if s < 90:

@@ -277,7 +277,9 @@ def sidebar(s: Analysis) -> None:
             key=key,
             on_change=_pick_sample,
             args=(key,),
-            placeholder="uploaded image",
+            placeholder={"audit": "an image from an audit", "restore": "a restored image"}.get(
+                s.source, "uploaded image"
+            ),
         )
         st.file_uploader(
             "…or upload an image",

@@ -224,7 +224,8 @@ def localisation_panel(s: Any, ex: lc.Explanation, key: str) -> None:
     from pages.lib import analysis as A
 
     st.markdown("#### Does the model look where you look?")
-    if not s.hand:
+    area = s.expected_area is not None
+    if not s.hand and not area:
         st.caption(
             "Draw the region you expect the model to rely on (for example the object) on the "
             "Craft page, then mark it here as expected: LIMEcraft says how much of the "
@@ -232,21 +233,25 @@ def localisation_panel(s: Any, ex: lc.Explanation, key: str) -> None:
         )
         return
     names = {h.uid: f"{h.name} ({i})" for i, h in enumerate(s.hand)}
+    if area:
+        names[A.AREA] = "the audit's expected mask"
+    marked = A.expected_ids(s)
     chosen = st.multiselect(
         "Expected regions",
         list(names),
-        default=[h.uid for h in s.hand if h.expected],
+        default=[u for u in names if u in marked],
         format_func=names.get,
-        key=f"{key}_expected_{'-'.join(sorted(h.uid for h in s.hand if h.expected))}",
-        help="The handcrafted regions you expect the model to rely on. Relevance mass, rank "
-        "accuracy and the pointing game read the weights: no model pass.",
+        key=f"{key}_expected_{'-'.join(sorted(marked))}",
+        help="The handcrafted regions (and the expected mask an audit came with) you expect "
+        "the model to rely on. Relevance mass, rank accuracy and the pointing game read the "
+        "weights: no model pass.",
     )
-    if set(chosen) != {h.uid for h in s.hand if h.expected}:
+    if set(chosen) != marked:
         A.set_expected(s, set(chosen))
         st.rerun()
     loc = ex.trust.localisation
     if not chosen or loc is None:
-        st.caption("Mark one or more handcrafted regions as expected to measure this.")
+        st.caption("Mark one or more regions as expected to measure this.")
         return
     a, b, c = display.columns([1, 1, 1])
     a.metric(

@@ -1,0 +1,402 @@
+"""Audit: where does the model look across a dataset? Run an audit (the demo set, or a zip of
+images and masks), or open one the command line made; read the findings, the location map and
+the flagged images, and open any image on Explain or Inspect with its regions in place."""
+
+from __future__ import annotations
+
+import base64
+import math
+import shutil
+import time
+from pathlib import Path
+
+import streamlit as st
+
+import limecraft_core as lc
+from limecraft_core import audit_io, render
+from limecraft_core.audit import AUDIT_DEFAULTS, FLAG_TEXT, AuditRow, audit_config, sort_rows
+from limecraft_core.audit_io import LoadedAudit
+from pages.lib import analysis as A
+from pages.lib import audits, config_form, display, state
+
+SOURCES = ("The demo set", "Upload images", "Open a finished audit")
+PREFIX = "au_"  # the audit's own copies of the settings widgets
+
+
+def current() -> tuple[str, Path] | None:
+    """This session's audit (in the page address as ``?audit=``) when this account may open it."""
+    aid = st.session_state.get("audit_id") or st.query_params.get("audit")
+    folder = audits.folder_of(aid, state.owner()) if aid else None
+    if aid and folder is None:
+        audits.remember(None)
+        st.info("That audit is not here any more (or is another account's).")
+    return (aid, folder) if folder is not None else None
+
+
+def settings_controls() -> lc.ExplainConfig:
+    """The audit's settings: its regions (SLIC, about 40, unless changed) and the sampling; the
+    other settings are the session's Explain settings."""
+    base = st.session_state.get("audit_config")
+    if base is None:
+        base = audit_config({**state.get().config.flat(), **AUDIT_DEFAULTS})
+    with st.expander("Settings", expanded=False):
+        values = config_form.settings_form(base, audits.AUDIT_SETTINGS, prefix=PREFIX)
+        st.caption(
+            "The other settings are your Explain settings. Each image is explained with them; "
+            f"{audits.IN_FLIGHT} images are explained at once and share the model's passes."
+        )
+    try:
+        cfg = audit_config({**base.flat(), **values})
+    except lc.LimecraftError as e:
+        display.error(f"These settings do not fit together: {e}")
+        return base
+    st.session_state["audit_config"] = cfg
+    return cfg
+
+
+def start(source: str, cfg: lc.ExplainConfig) -> None:
+    """Create the audit from the chosen source and run it."""
+    s = state.get()
+    demo = source == SOURCES[0]
+    ref = A.ModelRef("demo") if demo else A.model_ref(s)
+    model = {"name": ref.name, "labels": list(ref.labels) if ref.labels else None,
+             "arch": ref.arch, "normalize": ref.normalize}  # fmt: skip
+    if demo:
+        n = int(st.session_state.get("audit_demo_count", audits.DEMO_COUNT))
+        name = f"the demo set ({n} images)"
+    else:
+        up = st.session_state.get("audit_zip")
+        if up is None:
+            display.error("Choose a zip of images first.")
+            return
+        name = up.name
+    kind = "demo" if demo else "upload"
+    app = audits.AppAudit(kind, name, model, cfg.to_dict(), state.owner())
+    aid, folder = audits.create(app)
+    try:
+        if demo:
+            audits.write_demo_set(folder, n)
+        else:
+            audits.write_upload(folder, name, up.getvalue())
+    except lc.LimecraftError as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        display.error(f"That upload cannot be audited: {e}")
+        return
+    audits.remember(aid)
+    run_it(folder, app)
+
+
+def run_it(folder: Path, app: audits.AppAudit) -> None:
+    try:
+        audits.run(folder, app)
+    except (lc.LimecraftError, lc.ModelError) as e:
+        display.error(f"The audit stopped: {e}. The images finished so far are kept.")
+        return
+    st.rerun()
+
+
+def open_finished() -> None:
+    """A zip or a folder of an audit the command line made, opened here."""
+    up = st.session_state.get("audit_open_zip")
+    files = st.session_state.get("audit_open_dir") or []
+    if up is None and not files:
+        display.error("Choose the audit's zip, or its folder, first.")
+        return
+    name = up.name if up is not None else files[0].name.split("/")[0]
+    app = audits.AppAudit("opened", name, {}, {}, state.owner())
+    aid, folder = audits.create(app)
+    try:
+        if up is not None:
+            audit_io.unpack_zip(up.getvalue(), folder)
+        else:
+            audits.write_files(folder, [(f.name, f.getvalue()) for f in files])
+        opened = audit_io.load_audit(folder)
+    except lc.LimecraftError as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        display.error(f"That audit could not be opened: {e}")
+        return
+    if opened.folder.path != folder:  # the zip held the folder itself: use its inside
+        inner = opened.folder.path
+        for p in inner.iterdir():
+            p.rename(folder / p.name)
+    model = {"name": str(opened.model.get("name") or "demo")}
+    audits.write_app(folder, audits.AppAudit("opened", name, model, opened.config.to_dict()))
+    audits.remember(aid)
+    st.rerun()
+
+
+def _data_url(data: bytes | None) -> str | None:
+    return None if not data else "data:image/jpeg;base64," + base64.b64encode(data).decode()
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(100 * x, 1)
+
+
+def findings_view(audit: LoadedAudit) -> None:
+    f = audit.findings
+    if not f.sentences:
+        return
+    box = st.error if f.flagged else st.success
+    box(f.sentences[0], icon=":material/flag:" if f.flagged else ":material/check_circle:")
+    st.markdown("\n".join(f"- {display.md(s)}" for s in f.sentences[1:]))
+    masked = f.with_masks > 0
+    st.caption(
+        (
+            f"Flagged: {FLAG_TEXT['outside']}: the top region is not one of the regions at least "
+            "half inside the expected mask, and hiding it alone removes at least half of the "
+            "score. A model that also looks at a marker keeps its prediction when the marker is "
+            "hidden, because the object holds it up."
+        )
+        if masked
+        else f"Flagged: {FLAG_TEXT['border']}. Give expected masks to judge against the object."
+    )
+    if f.location is not None:
+        left, right = display.columns([1, 2])
+        hm = render.location_map(f.location, side=320)
+        left.image(hm.image, caption="location map: the mean |weight| per position", width=320)
+        with right:
+            st.markdown("**Where the model looks across the dataset**")
+            st.markdown(
+                f"The mean |weight| per position over the {f.ok} explained images, in "
+                "normalised image coordinates (each image stretched to the square, its weights "
+                "divided by its largest): bright where the explanations put their weight. The "
+                f"outer 10% of each side ({f.frame_area:.0%} of the area) holds "
+                f"{f.frame_share:.0%} of it; it is strongest at the **{f.peak}**."
+            )
+            st.image(hm.colorbar, width=256)
+            st.caption(f"0 ← → {hm.vmax:.2f} (1: every image's strongest region covers the spot)")
+    st.markdown("**By predicted class**")
+    st.dataframe(
+        {
+            "predicted": [c.label for c in f.classes],
+            "images": [c.images for c in f.classes],
+            "flagged": [c.flagged for c in f.classes],
+            "mean score": [c.mean_score for c in f.classes],
+            "top region's share of |weight| (%)": [_pct(c.mean_top_share) for c in f.classes],
+            "hiding it removes (%)": [_pct(c.mean_dependence) for c in f.classes],
+            **(
+                {
+                    "median relevance mass": [c.median_relevance_mass for c in f.classes],
+                    "pointing hits": [c.pointing_hits for c in f.classes],
+                }
+                if masked
+                else {}
+            ),
+            "top region on the border": [c.border for c in f.classes],
+            "stable": [c.stable for c in f.classes],
+        },
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "mean score": st.column_config.NumberColumn(format="%.3f"),
+            "median relevance mass": st.column_config.NumberColumn(format="%.2f"),
+        },
+    )
+
+
+def images_view(audit: LoadedAudit) -> list[AuditRow]:
+    rows = sort_rows(audit.rows)
+    masked = audit.findings.with_masks > 0
+    st.markdown(f"**Every image, flagged first** ({len(rows)})")
+    table = {
+        "flag": ["flagged" if r.flagged else ("error" if not r.ok else "") for r in rows],
+        "image": [_data_url(audit.folder.picture(r.key, "thumb.jpg")) for r in rows],
+        "overlay": [_data_url(audit.folder.picture(r.key, "overlay.jpg")) for r in rows],
+        "file": [r.file for r in rows],
+        "predicted": [r.label for r in rows],
+        "score": [r.score if r.ok else None for r in rows],
+        "hiding the top region removes (%)": [_pct(r.dependence) for r in rows],
+        "top region on the border": [r.top_touches_border if r.ok else None for r in rows],
+    }
+    if masked:
+        table["relevance mass"] = [r.relevance_mass for r in rows]
+        table["pointing game"] = [
+            None if r.pointing_game is None else ("hit" if r.pointing_game else "miss")
+            for r in rows
+        ]
+    table["verdict"] = [r.verdict for r in rows]
+    table["why"] = [r.reason or r.error for r in rows]
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        height=min(600, 90 + 70 * len(rows)),
+        row_height=64,
+        column_config={
+            "image": st.column_config.ImageColumn("image", width="small"),
+            "overlay": st.column_config.ImageColumn("overlay", width="small"),
+            "score": st.column_config.NumberColumn(format="%.3f"),
+            "relevance mass": st.column_config.NumberColumn(format="%.2f"),
+        },
+    )
+    return rows
+
+
+def one_image(folder: Path, audit: LoadedAudit, rows: list) -> None:
+    ok = [r for r in rows if r.ok]
+    if not ok:
+        return
+    st.subheader("Look at one image")
+
+    def label(key: str) -> str:
+        r = audit.row(key)
+        mark = "⚑ " if r.flagged else ""
+        return f"{mark}{r.file} · {r.label} {r.score:.2f}"
+
+    key = st.selectbox(
+        "Image", [r.key for r in ok], format_func=label, key="audit_pick",
+        help="Flagged images first",
+    )  # fmt: skip
+    r = audit.row(key)
+    pic, facts = display.columns([1, 1])
+    with pic:
+        over = audit.folder.picture(key, "overlay.png")
+        if over is not None:
+            st.image(over, caption=f"{r.file}: the top regions for and against {r.label}")
+    with facts:
+        st.markdown(
+            f"**{display.md(r.file)}** · predicted **{display.md(r.label)}** ({r.score:.3f})  \n"
+            f"top region: {display.md(r.top_name or f'region {r.top_region}')} · "
+            f"{audits.share(r.top_share)} of the |weight| · hiding it alone removes "
+            f"{audits.share(r.dependence)} of the score"
+            + (" · it touches the border" if r.top_touches_border else "")
+        )
+        if r.has_mask:
+            st.markdown(
+                f"relevance mass inside the expected region: **{r.relevance_mass:.2f}** · "
+                f"pointing game: **{'hit' if r.pointing_game else 'miss'}**"
+            )
+        st.markdown(f"stability: {display.VERDICT_TEXT.get(r.verdict, r.verdict)}")
+        if r.flagged:
+            st.warning(f"Flagged: {r.reason}.", icon=":material/flag:")
+        st.caption(
+            "Open it with the audit's regions"
+            + (" and its expected mask" if r.has_mask else "")
+            + ": Inspect is where you remove or change the top region and watch the prediction."
+        )
+        row = st.container(horizontal=True)
+        to_explain = row.button("Open in Explain", key="audit_open_explain")
+        to_inspect = row.button("Open in Inspect", key="audit_open_inspect", type="primary")
+    if to_explain or to_inspect:
+        try:
+            audits.open_image(folder, audit, audits.read_app(folder), key)
+        except lc.LimecraftError as e:
+            display.error(f"That image could not be opened: {e}")
+            return
+        target = "inspect.py" if to_inspect else "explain.py"
+        st.switch_page(f"pages/app_pages/{target}")
+
+
+def downloads(audit: LoadedAudit) -> None:
+    row = st.container(horizontal=True)
+    for name, mime in (
+        ("audit.html", "text/html"),
+        ("audit.csv", "text/csv"),
+        ("audit.json", "application/json"),
+    ):
+        p = audit.folder.path / name
+        if p.exists():
+            row.download_button(
+                f"Download {name}", p.read_bytes(), file_name=name, mime=mime,
+                key=f"audit_dl_{name}",
+            )  # fmt: skip
+
+
+st.title("Audit")
+st.caption(
+    "Across a dataset, does the model look at the object, or at something that should not "
+    "matter (a ruler, a hospital's marker, a watermark, the demo images' tag)?"
+)
+here = current()
+with st.container(border=True):
+    st.markdown("**Start an audit**")
+    source = st.segmented_control(
+        "Images", SOURCES, default=SOURCES[0], key="audit_source", label_visibility="collapsed"
+    )
+    if source == SOURCES[0]:
+        st.number_input(
+            "Images in the demo set", 4, 200, audits.DEMO_COUNT, 2, key="audit_demo_count",
+            help="Half aligned (the tag names the drawn shape), half conflict (it names another)",
+        )  # fmt: skip
+        st.caption(
+            "Fresh demo images, audited with the demo model; each image's drawn shape is its "
+            "expected mask. The model was trained where a coloured tag names the class: does "
+            "the audit catch it reading the tag?"
+        )
+    elif source == SOURCES[1]:
+        st.file_uploader(
+            "A zip of images",
+            type=["zip"],
+            key="audit_zip",
+            help="Images (PNG, JPEG, WebP, BMP, TIFF, GIF) anywhere in the zip, or in a folder "
+            "images/; expected masks, named as their images, in a folder masks/",
+        )
+        model = A.model_ref(state.get()).display_name
+        st.caption(f"Audited with the model chosen in the sidebar: {display.md(model)}.")
+    else:
+        st.file_uploader(
+            "The audit's folder, zipped", type=["zip"], key="audit_open_zip",
+            help="The --out folder of python -m limecraft_core audit (audit.json and images/)",
+        )  # fmt: skip
+        st.file_uploader(
+            "or the folder itself", accept_multiple_files="directory", key="audit_open_dir"
+        )
+    cfg = settings_controls() if source != SOURCES[2] else None
+    if source == SOURCES[2]:
+        if st.button("Open the audit", key="audit_open", type="primary"):
+            open_finished()
+    elif st.button("Run the audit", key="audit_run", type="primary"):
+        start(source, cfg)
+
+mine = audits.mine(state.owner())
+if mine:
+    names = {
+        aid: f"{app.name} · {time.strftime('%d %b %H:%M', time.localtime(t))}"
+        for aid, app, t in mine
+    }
+    st.selectbox(
+        "Your audits",
+        list(names),
+        index=list(names).index(here[0]) if here and here[0] in names else None,
+        format_func=names.get,
+        key=f"audit_pick_mine-{here[0] if here else ''}",
+        on_change=lambda k=f"audit_pick_mine-{here[0] if here else ''}": audits.remember(
+            st.session_state.get(k)
+        ),
+        placeholder="open one of your earlier audits",
+    )
+if here is None:
+    st.stop()
+aid, folder = here
+app = audits.read_app(folder)
+# an audit run here can be resumed; one opened from the command line's folder is read as it is
+resumable = app is not None and app.source != "opened" and audits.dataset(folder).is_dir()
+p = audits.plan(folder, app) if resumable else None
+if p is not None and p.todo:  # stopped (Cancel, a reload, a failure) before its end
+    audits.write_findings(folder, app, p)  # the findings so far, from the finished images
+    st.info(
+        f"This audit stopped after {len(p.done)} of {len(p.items)} images; the finished ones "
+        "are kept, and the findings below are theirs.",
+        icon=":material/pause_circle:",
+    )
+    if st.button(f"Resume the audit ({len(p.todo)} to go)", key="audit_resume", type="primary"):
+        run_it(folder, app)
+try:
+    audit = audits.loaded(folder)
+except lc.LimecraftError as e:
+    if p is None or not p.todo:
+        display.error(f"This audit cannot be read: {e}")
+    st.stop()
+st.divider()
+st.subheader(f"Findings · {display.md(app.name if app else audit.source.get('images', ''))}")
+st.caption(
+    f"model {display.md(audit.model.get('name', ''))} · {audit.findings.images} "
+    + ("image" if audit.findings.images == 1 else "images")
+    + (f" · {audit.created}" if audit.created else "")
+)
+findings_view(audit)
+rows = images_view(audit)
+one_image(folder, audit, rows)
+st.divider()
+downloads(audit)

@@ -1,0 +1,400 @@
+"""The app's audits: where they live, how one runs with progress and Cancel, and how one of its
+images opens on Explain or Inspect.
+
+An audit is a folder in the layout of :mod:`limecraft_core.audit_io` (the CLI's ``--out``
+folder, so either opens the other's), under ``<store folder>/audits/<id>/``, with:
+
+- ``dataset/``: the images to audit (the demo set, or an uploaded zip, unpacked), with their
+  expected masks in ``dataset/masks/`` and, for the demo set, the tags in ``dataset/tags/``;
+- ``app.json``: who made it, with which model and settings (so a reload or Resume can go on);
+- the audit's own files, written per image as it finishes.
+
+The audit's id is in the page address (``?audit=...``), so a reload brings it back; with
+sign-in on, it opens only for the account that made it. The newest :data:`MAX_AUDITS` are
+kept, none longer than the saved analyses (``LIMECRAFT_STORE_MAX_AGE_H``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+import limecraft_core as lc
+import serving
+from limecraft_core.audit import AuditOutcome, run_audit
+from limecraft_core.audit_io import (
+    AuditFolder,
+    LoadedAudit,
+    audit_items,
+    load_audit,
+    match_masks,
+    settings_key,
+    split_dataset,
+    unpack_zip,
+)
+from limecraft_core.io import decode_mask
+from pages.lib import analysis as A
+from pages.lib import state
+from pages.lib.progress import duration
+from pages.lib.store import new_id, valid_id
+
+APP_FILE = "app.json"
+OWNER_FILE = ".owner"
+MAX_AUDITS = 50
+DEMO_COUNT, DEMO_SEED = 24, 2026
+TOP_K = 5
+#: Images explained at once: their chunks share the work queue's forward passes.
+IN_FLIGHT = 4
+#: The app's audit defaults: the engine's audit defaults (SLIC, about 40 regions) over the
+#: app's Explain defaults.
+AUDIT_SETTINGS = ("segmentation", "n_segments", "samples", "early_stop", "fill")
+
+
+@dataclass(frozen=True)
+class AppAudit:
+    """What ``app.json`` records of an audit made (or opened) in the app.
+
+    Attributes
+    ----------
+    source : {"demo", "upload", "opened"}
+    name : str, what the analyst knows it by (the zip's name, "demo set of 24 images")
+    model : dict, the :class:`~pages.lib.analysis.ModelRef` fields (name, labels, arch, normalize)
+    settings : dict, the settings it runs with (``ExplainConfig.to_dict``)
+    owner : str
+    """
+
+    source: str
+    name: str
+    model: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    owner: str = ""
+
+    @property
+    def model_ref(self) -> A.ModelRef:
+        m = self.model
+        labels = m.get("labels")
+        return A.ModelRef(
+            str(m.get("name") or "demo"),
+            tuple(labels) if isinstance(labels, list) and labels else None,
+            m.get("arch") if isinstance(m.get("arch"), str) else None,
+            m.get("normalize") if isinstance(m.get("normalize"), str) else None,
+        )
+
+    @property
+    def config(self) -> lc.ExplainConfig:
+        return lc.ExplainConfig.from_dict(self.settings)
+
+
+# ----------------------------------------------------------------------------- where they live
+
+
+def root() -> Path:
+    r = Path(state.store().folder) / "audits"
+    r.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return r
+
+
+def _evict() -> None:
+    """The newest MAX_AUDITS audits are kept, none older than the store keeps analyses."""
+    max_age = state.store().config.max_age_s
+    now = time.time()
+    entries = []
+    for d in root().iterdir():
+        try:
+            mtime = (d / OWNER_FILE).stat().st_mtime
+        except OSError:
+            continue
+        if now - mtime > max_age:
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            entries.append((mtime, d))
+    entries.sort()
+    for _, d in entries[: max(0, len(entries) - MAX_AUDITS)]:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def create(app: AppAudit) -> tuple[str, Path]:
+    """A new, empty audit folder of this account; returns its id and path."""
+    _evict()
+    aid = new_id()
+    folder = root() / aid
+    folder.mkdir(mode=0o700)
+    (folder / OWNER_FILE).write_text(app.owner)
+    write_app(folder, app)
+    return aid, folder
+
+
+def write_app(folder: Path, app: AppAudit) -> None:
+    doc = {"source": app.source, "name": app.name, "model": app.model, "settings": app.settings}
+    (folder / APP_FILE).write_text(json.dumps(doc))
+
+
+def read_app(folder: Path) -> AppAudit | None:
+    try:
+        d = json.loads((folder / APP_FILE).read_text())
+        owner = (folder / OWNER_FILE).read_text()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(d, dict):
+        return None
+    return AppAudit(
+        source=str(d.get("source", "opened")),
+        name=str(d.get("name", "audit"))[:300],
+        model=d.get("model") if isinstance(d.get("model"), dict) else {},
+        settings=d.get("settings") if isinstance(d.get("settings"), dict) else {},
+        owner=owner,
+    )
+
+
+def folder_of(aid: str | None, owner: str) -> Path | None:
+    """The folder of audit ``aid`` when it is this account's, else None."""
+    if not valid_id(aid):
+        return None
+    folder = root() / aid
+    try:
+        if (folder / OWNER_FILE).read_text() != owner:
+            return None
+    except OSError:
+        return None
+    return folder
+
+
+def mine(owner: str, most: int = 10) -> list[tuple[str, AppAudit, float]]:
+    """This account's audits, newest first: (id, what app.json says, when it last changed)."""
+    out = []
+    for d in root().iterdir():
+        app = read_app(d) if valid_id(d.name) else None
+        if app is None or app.owner != owner:
+            continue
+        try:
+            stamp = max(p.stat().st_mtime for p in (d / APP_FILE, d / "audit.json") if p.exists())
+        except (OSError, ValueError):
+            continue
+        out.append((d.name, app, stamp))
+    out.sort(key=lambda t: -t[2])
+    return out[:most]
+
+
+def remember(aid: str | None) -> None:
+    """Make ``aid`` this session's audit: in the page address on every page (a reload on any
+    page brings it back) and in the session (a page switch keeps it)."""
+    if aid is None:
+        st.session_state.pop("audit_id", None)
+        st.query_params.pop("audit", None)
+    else:
+        st.session_state["audit_id"] = aid
+        st.query_params["audit"] = aid
+
+
+def keep_in_url() -> None:
+    """Called on every page: the session's audit stays in the page address."""
+    aid = st.session_state.get("audit_id")
+    if aid is None and valid_id(st.query_params.get("audit")):
+        st.session_state["audit_id"] = st.query_params["audit"]
+    elif aid is not None and st.query_params.get("audit") != aid:
+        st.query_params["audit"] = aid
+
+
+def dataset(folder: Path) -> Path:
+    return folder / "dataset"
+
+
+def write_demo_set(folder: Path, count: int = DEMO_COUNT, seed: int = DEMO_SEED) -> None:
+    """The mixed demo set (aligned and conflict images, the drawn shapes as expected masks)."""
+    from limecraft_core.cli import write_demo_mixed
+
+    write_demo_mixed(dataset(folder), count, seed)
+
+
+def write_upload(folder: Path, name: str, data: bytes) -> None:
+    """An uploaded zip of images (and masks/) as the audit's dataset."""
+    unpack_zip(data, dataset(folder))
+    split_dataset(dataset(folder))  # refused now, with its reason, when it holds no image
+
+
+def write_files(dest: Path, files: list[tuple[str, bytes]]) -> None:
+    """Files of an uploaded folder (their names are paths inside it) under ``dest``, safely."""
+    for name, data in files:
+        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+        if not parts or ".." in parts or ":" in parts[0]:
+            raise lc.LimecraftError(f"the folder holds an unsafe path {name!r}")
+        target = dest.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass
+class Plan:
+    """The images of an audit, and which are finished already (for Resume)."""
+
+    items: list
+    done: dict[str, Any]
+    todo: list
+    key: str
+    masks: int
+
+
+def plan(folder: Path, app: AppAudit) -> Plan:
+    files, masks_dir = split_dataset(dataset(folder))
+    masks = match_masks(files, masks_dir) if masks_dir is not None else {}
+    items = audit_items(files, masks)
+    key = settings_key(app.config, app.model, TOP_K)
+    af = AuditFolder(folder)
+    done, todo = {}, []
+    for it in items:
+        row = af.finished(it, key)
+        if row is not None:
+            done[it.key] = row
+        else:
+            todo.append(it)
+    return Plan(items, done, todo, key, len(masks))
+
+
+def scorer_for(ref: A.ModelRef, config: lc.ExplainConfig) -> Any:
+    """The audit's scorer: on Ray Serve when configured (several images in flight), else the
+    shared model behind this process's work queue (its chunks share forward passes with the
+    other images in flight, and other sessions' Explains are served in turn)."""
+    clf = state.classifier(ref, config.speed.precision)
+    if isinstance(clf, serving.RemoteScorer):
+        return clf
+    return serving.QueuedScorer(clf, state.work_queue(), alive=state.session_alive())
+
+
+def progress_text(done: int, total: int, flagged: int, errors: int, per_image: float | None) -> str:
+    """The audit's progress line: images done, flagged so far, unreadable, and the time left
+    from ``per_image``, the seconds an image took in this run (None before one finished)."""
+    head = f"Auditing: {done} of {total} images · {flagged} flagged"
+    if errors:
+        head += f" · {errors} could not be read"
+    if per_image is None:
+        return head + " · timing the first images…"
+    if done < total:
+        head += f" · about {duration(per_image * (total - done))} left"
+    return head
+
+
+def run(folder: Path, app: AppAudit) -> bool:
+    """Audit the images not finished yet, with a progress bar (images, flagged so far, time
+    left) and a Cancel button. Every finished image is on disk at once; the audit's files are
+    written however it ends (Cancel, a reload, a failure). Returns whether it completed."""
+    p = plan(folder, app)
+    af = AuditFolder(folder)
+    config = app.config
+    rows = dict(p.done)
+    total = len(p.items)
+    counts = {"flagged": sum(r.flagged for r in rows.values()), "errors": 0}
+    bar = st.progress(len(rows) / max(1, total), text="Auditing: starting…")
+    st.button("Cancel the audit", key="audit_cancel", help="Stops after the images in flight")
+    t0 = time.perf_counter()
+    made = [0]
+    inputs = {"model": app.model.get("name"), "labels": None, "arch": app.model.get("arch")}
+
+    def save(o: AuditOutcome) -> None:
+        af.write(o, p.key, top_k=TOP_K, inputs=inputs)
+
+    def done(o: AuditOutcome) -> None:
+        rows[o.row.key] = o.row
+        made[0] += 1
+        counts["flagged"] += o.row.flagged
+        counts["errors"] += not o.row.ok
+
+    def tick() -> None:  # where Streamlit stops this run when Cancel is pressed
+        per_image = (time.perf_counter() - t0) / made[0] if made[0] else None
+        text = progress_text(len(rows), total, counts["flagged"], counts["errors"], per_image)
+        bar.progress(len(rows) / max(1, total), text=text)
+
+    complete = False
+    try:
+        if p.todo:
+            scorer = scorer_for(app.model_ref, config)
+            run_audit(p.todo, scorer, config, done, in_flight=IN_FLIGHT, save=save, tick=tick)
+        complete = True
+    finally:  # also when Cancel or a reload stops the run here
+        write_findings(folder, app, p, rows, complete, time.perf_counter() - t0)
+    bar.empty()
+    return complete
+
+
+def write_findings(
+    folder: Path,
+    app: AppAudit,
+    p: Plan,
+    rows: dict[str, Any] | None = None,
+    complete: bool = False,
+    seconds: float | None = None,
+) -> None:
+    """Write the audit's files from its finished images (``p.done`` unless ``rows`` is given).
+
+    A stopped run writes them as it unwinds, but Streamlit starts the next run at once (fast
+    reruns) beside it, so the page also writes them from what is on disk when it finds the
+    audit stopped.
+    """
+    rows = p.done if rows is None else rows
+    ordered = [rows[it.key] for it in p.items if it.key in rows]
+    AuditFolder(folder).finish(
+        ordered,
+        config=app.config,
+        key=p.key,
+        model=app.model,
+        source={"images": app.name, "count": len(p.items), "with_masks": p.masks},
+        complete=complete,
+        run={"in_flight": IN_FLIGHT, **({"seconds": round(seconds, 2)} if seconds else {})},
+    )
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def loaded(folder: Path) -> LoadedAudit:
+    """The audit in ``folder`` (cached on its audit.json's time, so browsing reads it once)."""
+    f = folder / "audit.json"
+    stamp = f.stat().st_mtime_ns if f.exists() else 0
+    held = st.session_state.get("_audit_loaded")
+    if held is not None and held[0] == (str(folder), stamp):
+        return held[1]
+    result = load_audit(folder)
+    st.session_state["_audit_loaded"] = ((str(folder), stamp), result)
+    return result
+
+
+def tag_of(folder: Path, file: str) -> np.ndarray | None:
+    """The demo tag of an image of the demo set (``dataset/tags/``), for Craft's walkthrough."""
+    p = dataset(folder) / "tags" / file
+    try:
+        return decode_mask(p.read_bytes(), file) != 0 if p.is_file() else None
+    except (OSError, lc.LimecraftError):
+        return None
+
+
+def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str) -> None:
+    """Make one audited image the session's analysis: the audit's regions and explanation, its
+    expected mask as the expected area, and the model it was audited with."""
+    row = audit.row(key)
+    ex = audit.explanation(key)
+    ref = app.model_ref if app is not None else A.ModelRef(str(audit.model.get("name") or "demo"))
+    note = f"from the audit: {row.reason}" if row.flagged else "from the audit: not flagged"
+    a = A.from_audit(
+        audit.image(key),
+        row.file,
+        ex,
+        model=ref,
+        expected=audit.expected(key),
+        tag_mask=tag_of(folder, row.file),
+        note=note,
+    )
+    state.adopt(a)
+
+
+def share(x: float | None) -> str:
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.0%}"
