@@ -123,7 +123,7 @@ def expect_sign_in_screen(page) -> None:
     expect(page.locator("h1")).to_have_text("LIMEcraft")
     expect(page.get_by_role("button", name="Log in")).to_be_visible()
     expect(page.get_by_role("button", name="Explain", exact=True)).to_have_count(0)
-    for link in ("Explain", "Craft regions", "Inspect", "Trust", "Export"):
+    for link in ("Explain", "Craft regions", "Inspect", "Trust", "Export", "Audit"):
         expect(page.get_by_role("link", name=link)).to_have_count(0)
     expect(page.get_by_text(re.compile("signed in as", re.I))).to_have_count(0)
     expect(page.get_by_role("button", name="Log out")).to_have_count(0)
@@ -150,7 +150,7 @@ def expect_the_app(page, who: dict) -> None:
     sidebar = page.get_by_test_id("stSidebar")
     expect(sidebar.get_by_text(f"Signed in as {who['name']}")).to_be_visible()
     expect(sidebar.get_by_role("button", name="Log out")).to_be_visible()
-    for link in ("Craft regions", "Inspect", "Trust", "Export"):
+    for link in ("Craft regions", "Inspect", "Trust", "Export", "Audit"):
         expect(page.get_by_role("link", name=link)).to_be_visible()
     expect(page.get_by_text("Sign in to use LIMEcraft.")).to_have_count(0)
     expect(page.get_by_text("may not use this LIMEcraft")).to_have_count(0)
@@ -234,7 +234,7 @@ def test_an_account_off_the_allow_list_is_refused_clearly(page, oidc_app, provid
 
     def no_app() -> None:
         expect(page.get_by_role("button", name="Explain", exact=True)).to_have_count(0)
-        for link in ("Explain", "Craft regions", "Inspect", "Trust", "Export"):
+        for link in ("Explain", "Craft regions", "Inspect", "Trust", "Export", "Audit"):
             expect(page.get_by_role("link", name=link)).to_have_count(0)
         expect(page.get_by_text(re.compile("^Signed in as"))).to_have_count(0)  # the caption
         expect(page.get_by_role("button", name="Log in")).to_have_count(0)

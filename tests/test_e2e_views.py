@@ -558,7 +558,7 @@ def test_every_page_at_1400_and_800_px(page, app_url):
     wait_idle(page)
     for width in (WIDE, NARROW):
         page.set_viewport_size({"width": width, "height": 1000})
-        for title in ("Explain", "Craft regions", "Inspect", "Trust", "Export"):
+        for title in ("Explain", "Craft regions", "Inspect", "Trust", "Export", "Audit"):
             goto(page, title)
             page.wait_for_timeout(1500)  # pictures and charts settle at this width
             wait_idle(page)

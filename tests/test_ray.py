@@ -27,6 +27,7 @@ import torch
 from limecraft_core import (
     Cancelled,
     Classifier,
+    Explanation,
     LimecraftError,
     ModelError,
     Scorer,
@@ -439,6 +440,42 @@ def test_registry_uses_the_cluster_from_env(cluster, monkeypatch, images, local_
     np.testing.assert_allclose(r.weights, local_results[1].weights, rtol=0, atol=1e-6)
     with pytest.raises(ModelError, match="no deployment"):
         load_scorer("resnet18")  # registered, but not deployed on this cluster
+
+
+@pytest.mark.slow
+def test_an_audit_through_the_cluster_gives_the_local_weights(cluster, monkeypatch, tmp_path):
+    """python -m limecraft_core audit with LIMECRAFT_RAY_ADDRESS set scores on the deployment,
+    several images in flight (their chunks meet in the replica's batches), and every image's
+    weights and row are the local audit's."""
+    from limecraft_core.cli import main, write_demo_mixed
+
+    data = tmp_path / "data"
+    write_demo_mixed(data, 4, seed=8_080)
+    args = ["audit", str(data / "images"), "--expected-masks", str(data / "masks")]
+    args += ["--samples", "200", "--in-flight", "4", "--quiet"]
+    monkeypatch.delenv("LIMECRAFT_RAY_ADDRESS", raising=False)
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    monkeypatch.setenv("LIMECRAFT_RAY_ADDRESS", cluster)
+    before = _remote(cluster).stats()
+    assert main([*args, "--out", str(tmp_path / "remote")]) == 0
+    after = _remote(cluster).stats()
+    assert after["requests"] > before["requests"]  # scored on the cluster
+    assert after["cross_scene_batches"] > before["cross_scene_batches"]  # images shared batches
+    local = json.loads((tmp_path / "local" / "audit.json").read_text())
+    remote = json.loads((tmp_path / "remote" / "audit.json").read_text())
+    assert remote["run"]["scored"].startswith(f"on Ray Serve at {cluster}")
+    assert local["run"]["scored"].startswith("locally")
+    for a, b in zip(local["rows"], remote["rows"], strict=True):
+        assert (a["file"], a["predicted"], a["top_region"], a["flags"]) == (
+            b["file"], b["predicted"], b["top_region"], b["flags"]
+        )  # fmt: skip
+        ea = Explanation.from_json(
+            (tmp_path / "local/images" / a["key"] / "explanation.json").read_text()
+        )
+        eb = Explanation.from_json(
+            (tmp_path / "remote/images" / b["key"] / "explanation.json").read_text()
+        )
+        np.testing.assert_allclose(eb.weights, ea.weights, rtol=0, atol=1e-6)
 
 
 @pytest.mark.slow

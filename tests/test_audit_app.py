@@ -1,0 +1,183 @@
+"""The app's audits without a browser: the Audit page under AppTest (run the demo set, open an
+image, a bad upload), the analysis's expected area, and pages/lib/audits.py's pieces."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import limecraft_core as lc
+from limecraft_core.audit import audit_config
+from limecraft_core.audit_io import load_audit
+from limecraft_core.cli import write_demo_mixed
+from pages.lib import analysis as A
+from pages.lib.audits import progress_text, write_files
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+AUDIT = "pages/app_pages/audit.py"
+EXPLAIN = "pages/app_pages/explain.py"
+INSPECT = "pages/app_pages/inspect.py"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMECRAFT_STORE_DIR", str(tmp_path / "store"))
+
+
+def audit_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(AUDIT).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def texts(at) -> str:
+    return "\n".join(
+        [m.value for m in at.markdown] + [e.value for e in at.error] + [s.value for s in at.success]
+        + [i.value for i in at.info] + [w.value for w in at.warning]
+    )  # fmt: skip
+
+
+def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
+    at = audit_page()
+    assert "Start an audit" in texts(at)
+    at.number_input(key="audit_demo_count").set_value(6).run()
+    button(at, "Run the audit").click().run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    assert "images the prediction rests outside the expected region" in shown
+    aid = at.session_state["audit_id"]
+    assert at.query_params["audit"] == [aid] or at.query_params["audit"] == aid
+    folder = Path(at.session_state["_audit_loaded"][0][0])
+    audit = load_audit(folder)
+    assert audit.complete and len(audit.rows) == 6
+    labels = {e["file"]: e for e in json.loads((folder / "dataset" / "labels.json").read_text())}
+    # open the first flagged image (the picker's default) on Inspect
+    flagged = [r for r in audit.rows if r.flagged]
+    assert flagged, "the demo set at this seed has conflict images the model follows"
+    button(at, "Open in Inspect").click().run()
+    assert not at.exception, at.exception
+    a = at.session_state["app"]
+    first = sorted(flagged, key=lambda r: -r.dependence)[0]
+    assert a.image_name == first.file and a.source == "audit"
+    assert a.restored is not None and a.explanation is not None
+    ex = audit.explanation(first.key)
+    np.testing.assert_array_equal(a.restored.labels, ex.segments)
+    np.testing.assert_array_equal(a.explanation.weights, ex.weights)
+    np.testing.assert_array_equal(a.expected_area, audit.expected(first.key))
+    loc = a.explanation.trust.localisation
+    assert loc is not None and loc.pointing_game is False
+    assert loc.relevance_mass == pytest.approx(first.relevance_mass)
+    assert a.tag_mask is not None and a.tag_mask.any()  # the demo tag, for Craft's walkthrough
+    assert labels[first.file]["mode"] == "conflict"
+    # the Explain page shows the audit's explanation against the expected mask
+    at.switch_page(EXPLAIN).run()
+    assert not at.exception, at.exception
+    assert any(m.options and "the audit's expected mask" in m.options for m in at.multiselect)
+    assert "is not one you expected" in texts(at)
+
+
+def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):
+    at = audit_page()
+    at.segmented_control(key="audit_source").set_value("Upload images").run()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("notes/readme.txt", "no images here")
+    at.file_uploader(key="audit_zip").set_value(("data.zip", buf.getvalue(), "application/zip"))
+    at.run()
+    button(at, "Run the audit").click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert any("That upload cannot be audited" in e and "holds no image files" in e for e in errors)
+    audits_dir = tmp_path / "store" / "audits"
+    assert not [d for d in audits_dir.iterdir() if d.is_dir()]  # the half-made audit is gone
+
+
+def test_a_finished_cli_audit_opens_from_its_zip(tmp_path):
+    data = tmp_path / "data"
+    write_demo_mixed(data, 3, seed=99)
+    from limecraft_core.cli import main
+
+    out = tmp_path / "out"
+    argv = ["audit", str(data / "images"), "--expected-masks", str(data / "masks"), "--out"]
+    assert main([*argv, str(out), "--samples", "120", "--quiet"]) == 0
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in out.rglob("*"):
+            if p.is_file():
+                z.write(p, "out/" + p.relative_to(out).as_posix())
+    at = audit_page()
+    at.segmented_control(key="audit_source").set_value("Open a finished audit").run()
+    at.file_uploader(key="audit_open_zip").set_value(("out.zip", buf.getvalue(), "application/zip"))
+    at.run()
+    button(at, "Open the audit").click().run()
+    assert not at.exception, at.exception
+    cli = json.loads((out / "audit.json").read_text())
+    assert cli["findings"]["sentences"][0] in texts(at)
+    # a zip that is not an audit says so
+    at.file_uploader(key="audit_open_zip").set_value(("x.zip", b"not a zip", "application/zip"))
+    at.run()
+    button(at, "Open the audit").click().run()
+    assert any("That audit could not be opened" in e.value for e in at.error)
+
+
+# ----------------------------------------------------------------------------- the pieces
+
+
+def test_the_expected_area_counts_round_trips_and_can_be_turned_off(quadrants):
+    area = np.zeros(quadrants.shape[:2], bool)
+    area[:16, :16] = True
+    segments = lc.segment(quadrants, "grid", 4)
+    ex = lc.explain(
+        quadrants, lambda x: x.mean(dim=(2, 3)), segments=segments, samples=40,
+        expected_mask=area,
+    )  # fmt: skip
+    a = A.from_audit(quadrants, "q.png", ex, model=A.ModelRef("demo"), expected=area, note="n")
+    assert a.source == "audit" and A.expected_ids(a) == {A.AREA}
+    np.testing.assert_array_equal(A.expected_mask(a), area)
+    assert a.explanation.trust.localisation is not None
+    back = A.from_json(A.to_json(a))
+    np.testing.assert_array_equal(back.expected_area, area)
+    assert back.area_expected and back.source == "audit"
+    np.testing.assert_array_equal(back.restored.labels, segments)
+    fp = A.fingerprint(a)
+    A.set_expected(a, set())
+    assert A.expected_mask(a) is None and a.explanation.trust.localisation is None
+    assert A.fingerprint(a) != fp
+    assert not A.from_json(A.to_json(a)).area_expected
+
+
+def test_progress_text_says_what_is_done_and_what_is_left():
+    assert progress_text(0, 10, 0, 0, None) == (
+        "Auditing: 0 of 10 images · 0 flagged · timing the first images…"
+    )
+    assert progress_text(4, 10, 2, 1, 3.0) == (
+        "Auditing: 4 of 10 images · 2 flagged · 1 could not be read · about 18 s left"
+    )
+    assert progress_text(10, 10, 5, 0, 2.0) == "Auditing: 10 of 10 images · 5 flagged"
+
+
+def test_an_uploaded_folder_cannot_write_outside_the_audit(tmp_path):
+    write_files(tmp_path, [("run/images/a.png", b"x")])
+    assert (tmp_path / "run" / "images" / "a.png").read_bytes() == b"x"
+    for bad in ("../evil.png", "run/../../evil.png", "C:/evil.png"):
+        with pytest.raises(lc.LimecraftError, match="unsafe path"):
+            write_files(tmp_path / "d", [(bad, b"x")])
+    assert not (tmp_path.parent / "evil.png").exists()
+
+
+def test_audit_settings_start_from_the_audit_defaults():
+    cfg = audit_config({**A.APP_CONFIG.flat(), "segmentation": "slic", "n_segments": 40})
+    assert cfg.segmentation.method == "slic" and cfg.targets.compute_deltas
