@@ -126,6 +126,11 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=500, help="N of the throughput runs")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray Serve variant")
+    ap.add_argument(
+        "--compare-fills",
+        default="mean,blur",
+        help="the acceptance set again under these fills (the default is inpaint)",
+    )
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "bench/results"))
     args = ap.parse_args()
@@ -136,12 +141,17 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
     }
 
-    # 1. the shortcut
+    # 1. the shortcut: the default settings, then the same images under other fills
     data = work / "acceptance"
     labels = {e["file"]: e for e in write_demo_mixed(data, args.images, ACCEPTANCE_SEED)}
     doc = audit(data / "images", data / "masks", work / "acc-audit")
     result["acceptance"] = {"seed": ACCEPTANCE_SEED, "settings": "defaults", **score(doc, labels)}
     print(json.dumps(result["acceptance"], indent=1), flush=True)
+    result["acceptance_by_fill"] = {}
+    for fill in filter(None, args.compare_fills.split(",")):
+        d = audit(data / "images", data / "masks", work / f"acc-{fill}", "--fill", fill)
+        result["acceptance_by_fill"][fill] = score(d, labels)
+        print(fill, {k: result["acceptance_by_fill"][fill][k] for k in ("precision", "recall")})
 
     # 2. throughput, side by side
     data = work / "throughput"
@@ -219,6 +229,23 @@ def markdown(r: dict) -> str:
         f"alarms: {', '.join(a['false_alarms']) or 'none'}); {a['seconds']} s.",
         f'Its headline: "{a["headline"]}"',
         "",
+    ]
+    if r.get("acceptance_by_fill"):
+        lines += [
+            "The same images under other fills (how a hidden region is filled):",
+            "",
+            "| fill | flagged | precision | recall | missed | seconds |",
+            "|---|---|---|---|---|---|",
+            f"| inpaint (the audit's default) | {a['flagged']} | {a['precision']:.2f} | "
+            f"{a['recall']:.2f} | {len(a['missed'])} | {a['seconds']} |",
+        ]
+        for fill, f in r["acceptance_by_fill"].items():
+            lines.append(
+                f"| {fill} | {f['flagged']} | {f['precision']:.2f} | {f['recall']:.2f} | "
+                f"{len(f['missed'])} | {f['seconds']} |"
+            )
+        lines.append("")
+    lines += [
         f"**Throughput**: {t['images']} images, N={t['samples']} (early stop off), "
         f"{t['rounds']} rounds, variants alternating"
         + (

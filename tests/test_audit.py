@@ -71,7 +71,8 @@ def explain_toy(box, expected=None, **kw):
 def test_audit_defaults_are_the_apps_regions_and_deltas_are_required():
     cfg = audit_config()
     assert (cfg.segmentation.method, cfg.segmentation.n_segments) == ("slic", 40)
-    assert AUDIT_DEFAULTS == {"segmentation": "slic", "n_segments": 40}
+    assert cfg.fill.fill == "inpaint"
+    assert AUDIT_DEFAULTS == {"segmentation": "slic", "n_segments": 40, "fill": "inpaint"}
     assert audit_config({"n_segments": 12}).segmentation.n_segments == 12
     with pytest.raises(LimecraftError, match="needs the per-region deltas"):
         audit_config({"compute_deltas": False})

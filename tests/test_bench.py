@@ -156,3 +156,27 @@ def test_onnx_bench_runs_both_engines_on_the_same_explanation(tmp_path):
     assert res["max_weight_difference"] < 1e-4
     assert res["max_weight_difference_relative"] < 1e-3
     assert "| onnx |" in proc.stdout and "| torch |" in proc.stdout
+
+
+def test_audit_bench_scores_the_flags_and_times_the_variants(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bench_audit.py"),
+            "--images", "4", "--throughput-images", "2", "--samples", "60", "--rounds", "1",
+            "--no-ray", "--compare-fills", "mean", "--out", str(tmp_path),
+        ],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "audit.json").read_text())
+    acc = res["acceptance"]
+    assert acc["images"] == 4 and acc["conflict"] == 2
+    assert 0 <= acc["precision"] <= 1 and 0 <= acc["recall"] <= 1
+    assert set(res["acceptance_by_fill"]) == {"mean"}
+    variants = res["throughput"]["variants"]
+    assert set(variants) == {"local, 1 image at a time", "local, 4 in flight (shared batches)"}
+    assert all(v["median_images_per_minute"] > 0 for v in variants.values())
+    assert all(v["max_weight_diff"] < 1e-6 for v in variants.values())  # the same explanations
+    md = (tmp_path / "audit.md").read_text()
+    assert "**The shortcut**" in md and "| inpaint (the audit's default) |" in md
