@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,7 @@ __all__ = [
     "location_grid",
     "run_audit",
     "sort_rows",
+    "touches_border",
 ]
 
 #: The audit's settings unless given (the rest are explain's defaults):
@@ -549,6 +550,74 @@ def _classes(ok: Sequence[AuditRow]) -> tuple[ClassSummary, ...]:
     return tuple(out)
 
 
+def _mask_sentences(masked: list[AuditRow], n: int) -> list[str]:
+    """The headline with expected masks, the pointing game, the relevance mass, the unjudged."""
+    out = [r for r in masked if r.flagged]
+    miss = [r for r in masked if not r.pointing_game]
+    s = [
+        f"In {len(out)} of {len(masked)} images the prediction rests outside the expected "
+        f"region: the top region lies outside it and hiding that region alone removes at least "
+        f"{DEPENDENCE:.0%} of the score" + (f"; {_by_label(out)}." if out else "."),
+        f"The top region lies outside the expected region in {len(miss)} of {len(masked)} "
+        f"images (pointing game: {_plural(len(masked) - len(miss), 'hit')})"
+        + (
+            f"; in {len(miss) - len(out)} of them the prediction survives hiding it, so the "
+            "object holds it up as well."
+            if len(miss) > len(out)
+            else "."
+        ),
+    ]
+    parts = [
+        f"median {_median(ms):.2f} in {who}"
+        for ms, who in (
+            ([r.relevance_mass for r in out], "the flagged images"),
+            ([r.relevance_mass for r in masked if not r.flagged], "the others"),
+        )
+        if ms
+    ]
+    s.append("Relevance mass inside the expected region: " + " and ".join(parts) + ".")
+    if len(masked) < n:
+        k = n - len(masked)
+        s.append(
+            f"{_plural(k, 'image')} had no expected mask and "
+            f"{'was' if k == 1 else 'were'} not judged against one."
+        )
+    return s
+
+
+def _border_sentences(ok: list[AuditRow], headline: bool) -> list[str]:
+    """Without masks the headline (the border flag), with them one line."""
+    border = [r for r in ok if r.top_touches_border]
+    if not headline:
+        return [f"The top region touches the image border in {len(border)} of {len(ok)} images."]
+    s = [
+        f"In {len(border)} of {len(ok)} images the top region touches the image border (flagged)"
+        + (f"; {_by_label(border)}." if border else ".")
+    ]
+    if border:
+        dep = sum(r.dependence >= DEPENDENCE for r in border)
+        s.append(
+            f"In {dep} of them hiding that region alone removes at least {DEPENDENCE:.0%} of the "
+            "score."
+        )
+    return s
+
+
+def _map_sentence(frame_share: float, frame_area: float, peak: str) -> str:
+    ratio = frame_share / frame_area if frame_area else math.nan
+    lean = (
+        "the explanations lean on the border"
+        if ratio >= 1.5
+        else "the explanations lean on the centre"
+        if ratio <= 0.67
+        else "about as much as its area"
+    )
+    return (
+        f"Location map: the outer {FRAME:.0%} of each side ({frame_area:.0%} of the area) holds "
+        f"{frame_share:.0%} of the mean |weight| ({lean}); it is strongest at the {peak}."
+    )
+
+
 def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Findings:
     """Plain sentences, per-class aggregates and the location map of an audit.
 
@@ -566,12 +635,10 @@ def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Find
     ok = [r for r in rows if r.ok]
     errors = [r for r in rows if not r.ok]
     masked = [r for r in ok if r.has_mask]
-    flagged = [r for r in ok if r.flagged]
     location = np.mean(np.stack(grids), axis=0) if len(grids) else None
     frame_share, frame_area = _frame(location) if location is not None else (math.nan, 0.0)
     peak = _peak(location) if location is not None else ""
     s: list[str] = []
-    n = len(ok)
     if not ok:
         s.append(
             f"No image could be explained ({_plural(len(errors), 'error')}): see the error rows."
@@ -579,83 +646,23 @@ def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Find
             else "The audit has no images yet."
         )
     if masked:
-        out = [r for r in masked if r.flagged]
-        miss = [r for r in masked if not r.pointing_game]
-        text = (
-            f"In {len(out)} of {len(masked)} images the prediction rests outside the expected "
-            f"region: the top region lies outside it and hiding that region alone removes at "
-            f"least {DEPENDENCE:.0%} of the score"
-        )
-        s.append(text + (f"; {_by_label(out)}." if out else "."))
-        s.append(
-            f"The top region lies outside the expected region in {len(miss)} of {len(masked)} "
-            f"images (pointing game: {_plural(len(masked) - len(miss), 'hit')})"
-            + (
-                f"; in {len(miss) - len(out)} of them the prediction survives hiding it, so the "
-                "object holds it up as well."
-                if len(miss) > len(out)
-                else "."
-            )
-        )
-        fm = [r.relevance_mass for r in masked if r.flagged]
-        rest = [r.relevance_mass for r in masked if not r.flagged]
-        parts = []
-        if fm:
-            parts.append(f"median {_median(fm):.2f} in the flagged images")
-        if rest:
-            parts.append(f"median {_median(rest):.2f} in the others")
-        s.append("Relevance mass inside the expected region: " + " and ".join(parts) + ".")
-        if len(masked) < n:
-            s.append(
-                f"{_plural(n - len(masked), 'image')} had no expected mask and "
-                f"{'was' if n - len(masked) == 1 else 'were'} not judged against one."
-            )
-    if ok and not masked:
-        border = [r for r in ok if r.top_touches_border]
-        s.append(
-            f"In {len(border)} of {n} images the top region touches the image border (flagged)"
-            + (f"; {_by_label(border)}." if border else ".")
-        )
-        dep = [r for r in border if r.dependence >= DEPENDENCE]
-        if border:
-            s.append(
-                f"In {len(dep)} of them hiding that region alone removes at least "
-                f"{DEPENDENCE:.0%} of the score."
-            )
-    elif masked:
-        border = sum(r.top_touches_border for r in ok)
-        s.append(f"The top region touches the image border in {border} of {n} images.")
+        s += _mask_sentences(masked, len(ok))
+    if ok:
+        s += _border_sentences(ok, headline=not masked)
     if location is not None and math.isfinite(frame_share):
-        ratio = frame_share / frame_area if frame_area else math.nan
-        lean = (
-            "the explanations lean on the border"
-            if ratio >= 1.5
-            else "the explanations lean on the centre"
-            if ratio <= 0.67
-            else "about as much as its area"
-        )
-        s.append(
-            f"Location map: the outer {FRAME:.0%} of each side ({frame_area:.0%} of the area) "
-            f"holds {frame_share:.0%} of the mean |weight| ({lean}); it is strongest at the "
-            f"{peak}."
-        )
+        s.append(_map_sentence(frame_share, frame_area, peak))
     if ok:
         verdicts = Counter(r.verdict for r in ok)
-        s.append(
-            "Stability: "
-            + ", ".join(
-                f"{verdicts[v]} {v}" for v in ("stable", "borderline", "unstable") if verdicts[v]
-            )
-            + "."
-        )
+        counts = [f"{verdicts[v]} {v}" for v in ("stable", "borderline", "unstable") if verdicts[v]]
+        s.append("Stability: " + ", ".join(counts) + ".")
     if errors and ok:
         s.append(f"{_plural(len(errors), 'image')} could not be audited: see the error rows.")
     return Findings(
         sentences=tuple(s),
         images=len(rows),
-        ok=n,
+        ok=len(ok),
         errors=len(errors),
-        flagged=len(flagged),
+        flagged=sum(r.flagged for r in ok),
         with_masks=len(masked),
         classes=_classes(ok),
         location=location,
@@ -710,7 +717,6 @@ class AuditOutcome:
     input: AuditInput | None = None
     explanation: Explanation | None = None
     grid: np.ndarray | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _audit_one(

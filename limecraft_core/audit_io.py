@@ -36,6 +36,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -367,10 +368,12 @@ class AuditFolder:
     path : the folder; created when missing
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise LimecraftError(f"--out {str(self.path)!r} exists and is not a folder")
+        if not create:
+            return
         try:
             (self.path / "images").mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -531,11 +534,15 @@ class LoadedAudit:
     complete: bool
     created: str
 
+    @cached_property
+    def _by_key(self) -> dict[str, AuditRow]:
+        return {r.key: r for r in self.rows}
+
     def row(self, key: str) -> AuditRow:
-        for r in self.rows:
-            if r.key == key:
-                return r
-        raise LimecraftError(f"the audit has no image {key!r}")
+        try:
+            return self._by_key[key]
+        except KeyError:
+            raise LimecraftError(f"the audit has no image {key!r}") from None
 
     def image(self, key: str) -> np.ndarray:
         return decode_image(_read(self.folder.image_dir(key) / "image.png", "image"), key)
@@ -589,8 +596,7 @@ def load_audit(path: str | Path) -> LoadedAudit:
     if not isinstance(raw_rows, list) or len(raw_rows) > 1_000_000:
         raise LimecraftError("audit.json: rows must be a list")
     rows = tuple(AuditRow.from_dict(r) for r in raw_rows)
-    af = AuditFolder.__new__(AuditFolder)
-    af.path = folder
+    af = AuditFolder(folder, create=False)
     for r in rows:
         af.image_dir(r.key)  # every key is a plain folder name
     try:

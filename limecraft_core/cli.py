@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ._validate import Cancelled, LimecraftError
+from .audit import AUDIT_DEFAULTS, IN_FLIGHT
 from .classifier import ModelError
 
 PROG = "python -m limecraft_core"
@@ -57,15 +58,20 @@ def _setting_type(spec: Any):
     return parse
 
 
-def add_settings(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting of ``limecraft_core.config``, grouped as the schema groups them."""
+def add_settings(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None) -> None:
+    """One flag per setting of ``limecraft_core.config``, grouped as the schema groups them;
+    ``defaults`` are the command's own defaults where they differ from the schema's (the
+    audit's), as its help says."""
     from .config import GROUPS, fields
 
+    defaults = defaults or {}
     groups = {g: parser.add_argument_group(f"{g} settings") for g in GROUPS}
     for s in fields():
         lim = s.limit
         rng = f"; {lim.describe()}" if lim is not None else ""
-        default = f" (default: {s.default!r})" if s.default not in (None, ()) else ""
+        value = defaults.get(s.name, s.default)
+        own = " for an audit" if s.name in defaults else ""
+        default = f" (default{own}: {value!r})" if value not in (None, ()) else ""
         help_ = f"{s.help}{rng}{default}".replace("%", "%%")
         g = groups[s.group]
         if s.kind == "bool":
@@ -204,9 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument(
         "--in-flight",
         type=_positive_int("--in-flight"),
-        default=4,
-        help="images explained at once (default 4): their perturbations share the model's "
-        "forward passes where they fit (same input size), or go to Ray Serve together",
+        default=IN_FLIGHT,
+        help=f"images explained at once (default {IN_FLIGHT}): their perturbations share the "
+        "model's forward passes where they fit (same input size), or go to Ray Serve together",
     )
     au.add_argument(
         "--top-k",
@@ -215,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="regions tinted in each overlay.png on each side (default: 5)",
     )
     _add_model_options(au, "with LIMECRAFT_RAY_ADDRESS set, a registry name is scored on Ray Serve")
-    add_settings(au)
+    add_settings(au, AUDIT_DEFAULTS)
     au.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
     sub.add_parser("models", help="list registered models and whether they can run now")
@@ -646,15 +652,10 @@ def audit_settings(a: argparse.Namespace):
     return audit_config({s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)})
 
 
-def cmd_audit(a: argparse.Namespace) -> int:
-    import time
+def _audit_images(a: argparse.Namespace) -> tuple[list[tuple[str, Path]], dict[str, Path]]:
+    """The images to audit and their expected masks, checked before any model is loaded."""
+    from .audit_io import AuditFolder, list_images, match_masks
 
-    from tqdm import tqdm
-
-    from .audit import run_audit
-    from .audit_io import AuditFolder, audit_items, list_images, match_masks, settings_key
-
-    config = audit_settings(a)
     files = list_images(a.images)
     if a.limit is not None:
         files = files[: a.limit]
@@ -669,43 +670,26 @@ def cmd_audit(a: argparse.Namespace) -> int:
             f"--out {a.out!r} already holds an audit: add --resume to go on with it (finished "
             "images are kept), or choose another folder"
         )
-    folder = AuditFolder(a.out)
-    model_doc = {
-        "name": a.model,
-        "arch": a.arch,
-        "labels": a.labels,
-        "input_size": a.input_size,
-        "normalize": a.normalize,
-        "input_range": a.input_range,
-        "onnx_outputs": a.onnx_outputs,
-        "input_layout": a.input_layout,
-    }
-    key = settings_key(config, model_doc, a.top_k)
-    items = audit_items(files, masks)
-    rows: dict[str, Any] = {}
-    todo = []
-    for it in items:
-        row = folder.finished(it, key) if a.resume else None
-        if row is not None:
-            rows[it.key] = row
-        else:
-            todo.append(it)
-    kept = len(rows)
-    source = {
-        "images": str(a.images),
-        "expected_masks": a.expected_masks,
-        "count": len(items),
-        "with_masks": len(masks),
-    }
-    scorer, how, queue = _audit_scorer(a, config) if todo else (None, "", None)
+    return files, masks
+
+
+def _audit_model(a: argparse.Namespace) -> dict[str, Any]:
+    """The model options, as audit.json records them (and the settings key hashes them)."""
+    names = ("arch", "labels", "input_size", "normalize", "input_range", "onnx_outputs")
+    return {"name": a.model, **{n: getattr(a, n) for n in (*names, "input_layout")}}
+
+
+def _audit_explain(
+    a: argparse.Namespace, folder: Any, key: str, todo: list, scorer: Any, config: Any,
+    rows: dict[str, Any],
+) -> bool:  # fmt: skip
+    """Explain the images to do with a progress bar; each image's files are written in its own
+    thread as it finishes. Returns False when Ctrl-C stopped it (everything finished is kept)."""
+    from tqdm import tqdm
+
+    from .audit import run_audit
+
     inputs = {"model": a.model, "labels": a.labels, "arch": a.arch, **_onnx_inputs(scorer)}
-    if not a.quiet:
-        print(
-            f"auditing {len(items)} images with {a.model}"
-            + (f" ({len(masks)} with an expected mask)" if masks else "")
-            + (f"; {kept} already finished are kept" if kept else "")
-            + (f"; scored {how}, {a.in_flight} in flight" if todo else "")
-        )
     bar = tqdm(total=len(todo), unit="img", desc="audit", disable=a.quiet or not todo)
     counts = {"flagged": 0, "errors": 0}
 
@@ -719,31 +703,56 @@ def cmd_audit(a: argparse.Namespace) -> int:
         bar.set_postfix_str(f"{counts['flagged']} flagged, {counts['errors']} errors")
         bar.update(1)
 
+    try:
+        run_audit(todo, scorer, config, done, in_flight=a.in_flight, save=save)
+        return True
+    except KeyboardInterrupt:
+        return False
+    finally:
+        bar.close()
+
+
+def cmd_audit(a: argparse.Namespace) -> int:
+    import time
+
+    from .audit_io import AuditFolder, audit_items, settings_key
+
+    config = audit_settings(a)
+    files, masks = _audit_images(a)
+    folder = AuditFolder(a.out)
+    model = _audit_model(a)
+    key = settings_key(config, model, a.top_k)
+    items = audit_items(files, masks)
+    finished = {it.key: folder.finished(it, key) for it in items} if a.resume else {}
+    rows: dict[str, Any] = {k: r for k, r in finished.items() if r is not None}
+    todo = [it for it in items if it.key not in rows]
+    kept = len(rows)
+    scorer, how, queue = _audit_scorer(a, config) if todo else (None, "", None)
+    if not a.quiet:
+        print(
+            f"auditing {len(items)} images with {a.model}"
+            + (f" ({len(masks)} with an expected mask)" if masks else "")
+            + (f"; {kept} already finished are kept" if kept else "")
+            + (f"; scored {how}, {a.in_flight} in flight" if todo else "")
+        )
     t0 = time.perf_counter()
     complete = False
     try:
-        run_audit(todo, scorer, config, done, in_flight=a.in_flight, save=save)
-        complete = True
-    except KeyboardInterrupt:
-        pass
-    finally:
-        bar.close()
+        complete = _audit_explain(a, folder, key, todo, scorer, config, rows)
+    finally:  # whatever happened, the findings of what is finished are written
         seconds = time.perf_counter() - t0
-        run = {
-            "in_flight": a.in_flight,
-            "scored": how,
-            "explained": len(rows) - kept,
-            "kept": kept,
-            "seconds": round(seconds, 2),
-            "images_per_minute": round(60 * (len(rows) - kept) / seconds, 1) if seconds else None,
-        }
+        made = len(rows) - kept
+        run = {"in_flight": a.in_flight, "scored": how, "explained": made, "kept": kept}
+        rate = round(60 * made / max(seconds, 1e-9), 1)
+        run |= {"seconds": round(seconds, 2), "images_per_minute": rate}
         if queue is not None:
             run |= {"forward_passes": queue.forward_calls, "shared_passes": queue.combined_calls}
             queue.shutdown()
-        ordered = [rows[it.key] for it in items if it.key in rows]
         found = folder.finish(
-            ordered, config=config, key=key, model=model_doc, source=source,
-            complete=complete, run=run,
+            [rows[it.key] for it in items if it.key in rows], config=config, key=key,
+            model=model, complete=complete, run=run,
+            source={"images": str(a.images), "expected_masks": a.expected_masks,
+                    "count": len(items), "with_masks": len(masks)},
         )  # fmt: skip
     if not complete:
         sys.stderr.write(
@@ -752,23 +761,26 @@ def cmd_audit(a: argparse.Namespace) -> int:
         )
         return 130
     if not a.quiet:
-        for line in found.sentences:
-            print(line)
-        made = len(rows) - kept
-        if made:
-            extra = (
-                f"; {queue.forward_calls} forward passes, {queue.combined_calls} shared by "
-                "several images"
-                if queue is not None
-                else ""
-            )
-            print(
-                f"explained {made} images in {seconds:.1f} s "
-                f"({60 * made / seconds:.0f} images/min{extra})"
-            )
-        for name in ("audit.html", "audit.csv", "audit.json"):
-            print(f"wrote {folder.path / name}")
+        _print_audit(found, folder, made, seconds, queue)
     return 0 if found.ok else 2
+
+
+def _print_audit(found: Any, folder: Any, made: int, seconds: float, queue: Any) -> None:
+    for line in found.sentences:
+        print(line)
+    if made:
+        extra = (
+            f"; {queue.forward_calls} forward passes, {queue.combined_calls} shared by "
+            "several images"
+            if queue is not None
+            else ""
+        )
+        print(
+            f"explained {made} images in {seconds:.1f} s "
+            f"({60 * made / seconds:.0f} images/min{extra})"
+        )
+    for name in ("audit.html", "audit.csv", "audit.json"):
+        print(f"wrote {folder.path / name}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -130,23 +130,22 @@ def diverging_colors(values: np.ndarray, vmax: float) -> np.ndarray:
     """Map values in [-vmax, vmax] to RGB floats on the PiYG scale; (...,) -> (..., 3)."""
     v = np.asarray(values, np.float64)
     v = np.where(np.isfinite(v), v, 0.0)  # a value that was not computed is drawn as neutral
-    t = np.clip((v / max(vmax, 1e-12) + 1) / 2, 0, 1)
-    pos = t * (len(_PIYG) - 1)
+    return _ramp(_PIYG, (v / max(vmax, 1e-12) + 1) / 2)
+
+
+def _ramp(table: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Colours of ``t`` in [0, 1] (clipped) on a ramp of RGB stops, interpolated; (...,) -> (..., 3)."""
+    pos = np.clip(t, 0, 1) * (len(table) - 1)
     lo = np.floor(pos).astype(int)
-    hi = np.minimum(lo + 1, len(_PIYG) - 1)
+    hi = np.minimum(lo + 1, len(table) - 1)
     frac = (pos - lo)[..., None]
-    return _PIYG[lo] * (1 - frac) + _PIYG[hi] * frac
+    return table[lo] * (1 - frac) + table[hi] * frac
 
 
 def sequential_colors(values: np.ndarray, vmax: float) -> np.ndarray:
     """Map values in [0, vmax] to RGB floats on the inferno scale; (...,) -> (..., 3)."""
     v = np.asarray(values, np.float64)
-    v = np.where(np.isfinite(v), v, 0.0)
-    pos = np.clip(v / max(vmax, 1e-12), 0, 1) * (len(_INFERNO) - 1)
-    lo = np.floor(pos).astype(int)
-    hi = np.minimum(lo + 1, len(_INFERNO) - 1)
-    frac = (pos - lo)[..., None]
-    return _INFERNO[lo] * (1 - frac) + _INFERNO[hi] * frac
+    return _ramp(_INFERNO, np.where(np.isfinite(v), v, 0.0) / max(vmax, 1e-12))
 
 
 def location_map(grid: np.ndarray, *, side: int = 256, vmax: float | None = None) -> Heatmap:

@@ -14,7 +14,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core import audit_io, render
-from limecraft_core.audit import AUDIT_DEFAULTS, FLAG_TEXT, AuditRow, audit_config, sort_rows
+from limecraft_core.audit import FLAG_TEXT, AuditRow, audit_config, sort_rows
 from limecraft_core.audit_io import LoadedAudit
 from pages.lib import analysis as A
 from pages.lib import audits, config_form, display, state
@@ -34,15 +34,13 @@ def current() -> tuple[str, Path] | None:
 
 
 def settings_controls() -> lc.ExplainConfig:
-    """The audit's settings: its regions (SLIC, about 40, unless changed) and the sampling; the
-    other settings are the session's Explain settings."""
-    base = st.session_state.get("audit_config")
-    if base is None:
-        base = audit_config({**state.get().config.flat(), **AUDIT_DEFAULTS})
+    """The audit's settings: its regions (SLIC, about 40, unless changed), the sampling and the
+    fill (inpaint, unless changed); the others are the defaults."""
+    base = st.session_state.get("audit_config") or audit_config()
     with st.expander("Settings", expanded=False):
         values = config_form.settings_form(base, audits.AUDIT_SETTINGS, prefix=PREFIX)
         st.caption(
-            "The other settings are your Explain settings. Each image is explained with them; "
+            "The other settings are the defaults (the command line takes every one of them). "
             f"{audits.IN_FLIGHT} images are explained at once and share the model's passes."
         )
     try:
@@ -77,7 +75,7 @@ def start(source: str, cfg: lc.ExplainConfig) -> None:
         if demo:
             audits.write_demo_set(folder, n)
         else:
-            audits.write_upload(folder, name, up.getvalue())
+            audits.write_upload(folder, up.getvalue())
     except lc.LimecraftError as e:
         shutil.rmtree(folder, ignore_errors=True)
         display.error(f"That upload cannot be audited: {e}")
@@ -195,14 +193,41 @@ def findings_view(audit: LoadedAudit) -> None:
     )
 
 
+#: Rows the page's table shows (flagged first); audit.html and audit.csv hold every one.
+TABLE_ROWS = 200
+
+
+def _thumbnails(audit: LoadedAudit, rows: list[AuditRow]) -> list[tuple[str | None, str | None]]:
+    """The rows' thumbnail and overlay as data URLs, read once per loaded audit."""
+    held = st.session_state.get("_audit_thumbs")
+    if held is None or held[0] is not audit:
+        held = (audit, {})
+        st.session_state["_audit_thumbs"] = held
+    cache = held[1]
+    for r in rows:
+        if r.key not in cache:
+            cache[r.key] = tuple(
+                _data_url(audit.folder.picture(r.key, name))
+                for name in ("thumb.jpg", "overlay.jpg")
+            )
+    return [cache[r.key] for r in rows]
+
+
 def images_view(audit: LoadedAudit) -> list[AuditRow]:
-    rows = sort_rows(audit.rows)
+    every = sort_rows(audit.rows)
+    rows = every[:TABLE_ROWS]
     masked = audit.findings.with_masks > 0
-    st.markdown(f"**Every image, flagged first** ({len(rows)})")
+    st.markdown(f"**Every image, flagged first** ({len(every)})")
+    if len(every) > len(rows):
+        st.caption(
+            f"The first {len(rows)} of {len(every)} are shown here; audit.html and audit.csv "
+            "(below) hold every one."
+        )
+    pictures = _thumbnails(audit, rows)
     table = {
         "flag": ["flagged" if r.flagged else ("error" if not r.ok else "") for r in rows],
-        "image": [_data_url(audit.folder.picture(r.key, "thumb.jpg")) for r in rows],
-        "overlay": [_data_url(audit.folder.picture(r.key, "overlay.jpg")) for r in rows],
+        "image": [p[0] for p in pictures],
+        "overlay": [p[1] for p in pictures],
         "file": [r.file for r in rows],
         "predicted": [r.label for r in rows],
         "score": [r.score if r.ok else None for r in rows],
@@ -221,7 +246,7 @@ def images_view(audit: LoadedAudit) -> list[AuditRow]:
         table,
         hide_index=True,
         width="stretch",
-        height=min(600, 90 + 70 * len(rows)),
+        height=min(600, 40 + 65 * len(rows)),
         row_height=64,
         column_config={
             "image": st.column_config.ImageColumn("image", width="small"),
@@ -230,7 +255,7 @@ def images_view(audit: LoadedAudit) -> list[AuditRow]:
             "relevance mass": st.column_config.NumberColumn(format="%.2f"),
         },
     )
-    return rows
+    return every
 
 
 def one_image(folder: Path, audit: LoadedAudit, rows: list) -> None:

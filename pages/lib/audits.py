@@ -214,7 +214,7 @@ def write_demo_set(folder: Path, count: int = DEMO_COUNT, seed: int = DEMO_SEED)
     write_demo_mixed(dataset(folder), count, seed)
 
 
-def write_upload(folder: Path, name: str, data: bytes) -> None:
+def write_upload(folder: Path, data: bytes) -> None:
     """An uploaded zip of images (and masks/) as the audit's dataset."""
     unpack_zip(data, dataset(folder))
     split_dataset(dataset(folder))  # refused now, with its reason, when it holds no image
