@@ -105,14 +105,22 @@ def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):
     assert not [d for d in audits_dir.iterdir() if d.is_dir()]  # the half-made audit is gone
 
 
-def test_a_finished_cli_audit_opens_from_its_zip(tmp_path):
-    data = tmp_path / "data"
-    write_demo_mixed(data, 3, seed=99)
+@pytest.fixture(scope="module")
+def cli_audit(tmp_path_factory) -> Path:
+    """A small audit made by the command line."""
     from limecraft_core.cli import main
 
-    out = tmp_path / "out"
+    tmp = tmp_path_factory.mktemp("cli")
+    data = tmp / "data"
+    write_demo_mixed(data, 3, seed=99)
+    out = tmp / "out"
     argv = ["audit", str(data / "images"), "--expected-masks", str(data / "masks"), "--out"]
     assert main([*argv, str(out), "--samples", "120", "--quiet"]) == 0
+    return out
+
+
+def test_a_finished_cli_audit_opens_from_its_zip(cli_audit):
+    out = cli_audit
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for p in out.rglob("*"):
@@ -131,6 +139,27 @@ def test_a_finished_cli_audit_opens_from_its_zip(tmp_path):
     at.run()
     button(at, "Open the audit").click().run()
     assert any("That audit could not be opened" in e.value for e in at.error)
+
+
+def test_a_finished_audit_opens_from_its_folder_and_cannot_take_another_owner(cli_audit):
+    files = [
+        ("out/" + p.relative_to(cli_audit).as_posix(), p.read_bytes(), "application/octet-stream")
+        for p in sorted(cli_audit.rglob("*"))
+        if p.is_file()
+    ]
+    files += [("out/.owner", b"oidc:someone@else", "text/plain"), ("out/app.json", b"{}", "x")]
+    at = audit_page()
+    at.segmented_control(key="audit_source").set_value("Open a finished audit").run()
+    at.file_uploader(key="audit_open_dir").set_value(files)
+    at.run()
+    button(at, "Open the audit").click().run()
+    assert not at.exception, at.exception
+    cli = json.loads((cli_audit / "audit.json").read_text())
+    assert cli["findings"]["sentences"][0] in texts(at)
+    folder = Path(at.session_state["_audit_loaded"][0][0])
+    assert (folder / ".owner").read_text() == "local"  # the upload's own .owner was not used
+    assert json.loads((folder / "app.json").read_text())["source"] == "opened"
+    assert not (folder / "opened").exists()
 
 
 # ----------------------------------------------------------------------------- the pieces

@@ -103,20 +103,21 @@ def open_finished() -> None:
     name = up.name if up is not None else files[0].name.split("/")[0]
     app = audits.AppAudit("opened", name, {}, {}, state.owner())
     aid, folder = audits.create(app)
+    inbox = folder / "opened"  # unpacked apart: nothing in it can replace the audit's own files
     try:
         if up is not None:
-            audit_io.unpack_zip(up.getvalue(), folder)
+            audit_io.unpack_zip(up.getvalue(), inbox)
         else:
-            audits.write_files(folder, [(f.name, f.getvalue()) for f in files])
-        opened = audit_io.load_audit(folder)
+            audits.write_files(inbox, [(f.name, f.getvalue()) for f in files])
+        opened = audit_io.load_audit(inbox)
     except lc.LimecraftError as e:
         shutil.rmtree(folder, ignore_errors=True)
         display.error(f"That audit could not be opened: {e}")
         return
-    if opened.folder.path != folder:  # the zip held the folder itself: use its inside
-        inner = opened.folder.path
-        for p in inner.iterdir():
-            p.rename(folder / p.name)
+    for part in ("audit.json", "audit.csv", "audit.html", "images"):
+        if (opened.folder.path / part).exists():
+            (opened.folder.path / part).rename(folder / part)
+    shutil.rmtree(inbox, ignore_errors=True)
     model = {"name": str(opened.model.get("name") or "demo")}
     audits.write_app(folder, audits.AppAudit("opened", name, model, opened.config.to_dict()))
     audits.remember(aid)
