@@ -26,6 +26,7 @@ from pages.lib.audits import DEMO_SEED
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
+N_UPLOAD = 24  # images of the uploaded zip: enough that Cancel comes long before the end
 HEADLINE = re.compile(r"In (\d+) of (\d+) images the prediction rests outside the expected region")
 
 
@@ -155,7 +156,7 @@ def _zip_folder(folder: Path) -> bytes:
 
 def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(page, app_url, tmp_path):
     data = tmp_path / "data"
-    write_demo_mixed(data, 12, seed=31_337)
+    write_demo_mixed(data, N_UPLOAD, seed=31_337)
     out = tmp_path / "cli-audit"
     p = subprocess.run(
         [sys.executable, "-m", "limecraft_core", "audit", str(data / "images"), "--model",
@@ -183,7 +184,7 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(page, ap
     )
     shot(page, "6-opened-cli-audit")
 
-    # a zip of 12 images and their masks, run, cancelled, resumed
+    # a zip of images and their masks, run, cancelled after the first, resumed
     images = tmp_path / "upload.zip"
     with zipfile.ZipFile(images, "w") as z:
         for sub in ("images", "masks"):
@@ -194,22 +195,29 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(page, ap
     uploader(page, "A zip of images").set_input_files(str(images))
     wait_idle(page)
     page.get_by_role("button", name="Run the audit").click()
-    page.get_by_text(re.compile(r"Auditing: [1-9]\d* of 12 images")).wait_for(timeout=120000)
+    page.get_by_text(re.compile(rf"Auditing: [1-9]\d* of {N_UPLOAD} images")).wait_for(
+        timeout=120000
+    )
     page.get_by_role("button", name="Cancel the audit").click()
-    stopped = page.get_by_text(re.compile(r"This audit stopped after \d+ of 12 images"))
-    stopped.wait_for(timeout=60000)
+    stopped = page.get_by_text(re.compile(rf"This audit stopped after \d+ of {N_UPLOAD} images"))
+    try:
+        stopped.wait_for(timeout=60000)
+    except Exception as e:
+        shot(page, "7-cancel-failed")
+        main = page.inner_text("main")[:1500]
+        raise AssertionError(f"Cancel did not stop the audit: {main}") from e
     wait_idle(page)
     kept = int(re.search(r"after (\d+) of", stopped.inner_text()).group(1))
-    assert 1 <= kept < 12
+    assert 1 <= kept < N_UPLOAD
     shot(page, "7-cancelled")
     # what was finished is there to read already
     m = HEADLINE.search(page.inner_text("main"))
     assert m and int(m.group(2)) == kept
     page.get_by_role("button", name=re.compile(r"Resume the audit \(\d+ to go\)")).click()
-    page.get_by_text(re.compile(r"In \d+ of 12 images the prediction rests")).wait_for(
+    page.get_by_text(re.compile(rf"In \d+ of {N_UPLOAD} images the prediction rests")).wait_for(
         timeout=240_000
     )
     m = findings(page)
-    assert int(m.group(2)) == 12
+    assert int(m.group(2)) == N_UPLOAD
     assert not page.get_by_text("This audit stopped after").is_visible()
     shot(page, "8-resumed")
