@@ -151,7 +151,7 @@ def findings_view(audit: LoadedAudit) -> None:
         else f"Flagged: {FLAG_TEXT['border']}. Give expected masks to judge against the object."
     )
     if f.location is not None:
-        left, right = display.columns([1, 2])
+        left, right = display.columns([1, 2], gap="large")
         hm = render.location_map(f.location, side=320)
         left.image(hm.image, caption="location map: the mean |weight| per position", width=320)
         with right:
@@ -400,7 +400,12 @@ app = audits.read_app(folder)
 resumable = app is not None and app.source != "opened" and audits.dataset(folder).is_dir()
 p = audits.plan(folder, app) if resumable else None
 if p is not None and p.todo:  # stopped (Cancel, a reload, a failure) before its end
-    audits.write_findings(folder, app, p)  # the findings so far, from the finished images
+    try:
+        written = len(audits.loaded(folder).rows)
+    except lc.LimecraftError:
+        written = -1
+    if written != len(p.done):  # the findings so far, from the finished images
+        audits.write_findings(folder, app, p)
     st.info(
         f"This audit stopped after {len(p.done)} of {len(p.items)} images; the finished ones "
         "are kept, and the findings below are theirs.",
