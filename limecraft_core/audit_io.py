@@ -59,6 +59,7 @@ __all__ = [
     "list_images",
     "load_audit",
     "match_masks",
+    "safe_parts",
     "settings_key",
     "split_dataset",
     "unpack_zip",
@@ -203,6 +204,22 @@ def split_dataset(root: str | Path) -> tuple[list[tuple[str, Path]], Path | None
     return files, masks
 
 
+def safe_parts(name: str, where: str) -> list[str]:
+    """The folders and file name of an uploaded path, refused when it could leave the folder it
+    is written to (absolute, ``..``, a drive letter) or names nothing.
+
+    Raises
+    ------
+    LimecraftError
+        Saying which upload (``where``) holds the unsafe path.
+    """
+    path = name.replace("\\", "/")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if path.startswith("/") or ".." in parts or not parts or ":" in parts[0]:
+        raise LimecraftError(f"{where} holds an unsafe path {name!r}")
+    return parts
+
+
 def unpack_zip(data: bytes, dest: str | Path) -> Path:
     """Unpack an uploaded zip into the folder ``dest`` safely: no absolute paths or ``..``, no
     links, at most :data:`MAX_ZIP_FILES` files and :data:`MAX_UNPACKED_BYTES` (checked before
@@ -228,10 +245,7 @@ def unpack_zip(data: bytes, dest: str | Path) -> Path:
             )
         written = 0
         for info in infos:
-            name = info.filename.replace("\\", "/")
-            parts = [p for p in name.split("/") if p not in ("", ".")]
-            if name.startswith("/") or ".." in parts or not parts or ":" in parts[0]:
-                raise LimecraftError(f"the zip holds an unsafe path {info.filename!r}")
+            parts = safe_parts(info.filename, "the zip")
             if parts[0] == "__MACOSX" or (info.external_attr >> 16) & 0o170000 == 0o120000:
                 continue  # macOS resource forks; symbolic links are never followed
             target = dest.joinpath(*parts)

@@ -26,7 +26,7 @@ from .config import ExplainConfig
 from .config import fields as setting_fields
 from .io import encode_png
 
-__all__ = ["CSV_COLUMNS", "audit_csv", "audit_html"]
+__all__ = ["CSV_COLUMNS", "audit_csv", "audit_html", "data_url"]
 
 #: The columns of audit.csv: every row field, then whether it is flagged and why.
 CSV_COLUMNS: tuple[str, ...] = (*(f.name for f in fields(AuditRow)), "flagged", "reason")
@@ -57,7 +57,8 @@ def audit_csv(rows: Sequence[AuditRow]) -> str:
     return buf.getvalue()
 
 
-def _data_url(data: bytes | None, mime: str) -> str | None:
+def data_url(data: bytes | None, mime: str) -> str | None:
+    """``data`` as a ``data:`` URL (None for no data)."""
     if not data:
         return None
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
@@ -108,8 +109,8 @@ def audit_html(
     if found.location is not None:
         hm = render.location_map(found.location, side=320)
         location = {
-            "src": _data_url(encode_png(hm.image), "image/png"),
-            "bar": _data_url(encode_png(hm.colorbar), "image/png"),
+            "src": data_url(encode_png(hm.image), "image/png"),
+            "bar": data_url(encode_png(hm.colorbar), "image/png"),
             "vmax": hm.vmax,
         }
     defaults = ExplainConfig().flat()
@@ -124,8 +125,8 @@ def audit_html(
         table.append(
             {
                 "row": r,
-                "thumb": _data_url(thumb, "image/jpeg"),
-                "overlay": _data_url(over, "image/jpeg"),
+                "thumb": data_url(thumb, "image/jpeg"),
+                "overlay": data_url(over, "image/jpeg"),
                 "top": (r.top_name or f"region {r.top_region}") if r.ok else "",
                 "reason": r.reason,
             }

@@ -4,7 +4,6 @@ the flagged images, and open any image on Explain or Inspect with its regions in
 
 from __future__ import annotations
 
-import base64
 import math
 import shutil
 import time
@@ -16,6 +15,7 @@ import limecraft_core as lc
 from limecraft_core import audit_io, render
 from limecraft_core.audit import FLAG_TEXT, AuditRow, audit_config, sort_rows
 from limecraft_core.audit_io import LoadedAudit
+from limecraft_core.audit_report import data_url
 from pages.lib import analysis as A
 from pages.lib import audits, config_form, display, state
 
@@ -124,10 +124,6 @@ def open_finished() -> None:
     st.rerun()
 
 
-def _data_url(data: bytes | None) -> str | None:
-    return None if not data else "data:image/jpeg;base64," + base64.b64encode(data).decode()
-
-
 def _pct(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else round(100 * x, 1)
 
@@ -208,7 +204,7 @@ def _thumbnails(audit: LoadedAudit, rows: list[AuditRow]) -> list[tuple[str | No
     for r in rows:
         if r.key not in cache:
             cache[r.key] = tuple(
-                _data_url(audit.folder.picture(r.key, name))
+                data_url(audit.folder.picture(r.key, name), "image/jpeg")
                 for name in ("thumb.jpg", "overlay.jpg")
             )
     return [cache[r.key] for r in rows]

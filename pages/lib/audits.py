@@ -36,6 +36,7 @@ from limecraft_core.audit_io import (
     audit_items,
     load_audit,
     match_masks,
+    safe_parts,
     settings_key,
     split_dataset,
     unpack_zip,
@@ -223,10 +224,7 @@ def write_upload(folder: Path, data: bytes) -> None:
 def write_files(dest: Path, files: list[tuple[str, bytes]]) -> None:
     """Files of an uploaded folder (their names are paths inside it) under ``dest``, safely."""
     for name, data in files:
-        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-        if not parts or ".." in parts or ":" in parts[0]:
-            raise lc.LimecraftError(f"the folder holds an unsafe path {name!r}")
-        target = dest.joinpath(*parts)
+        target = dest.joinpath(*safe_parts(name, "the folder"))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
