@@ -10,8 +10,39 @@ os.environ["LIMECRAFT_OFFLINE"] = "1"
 # are fp32 on every machine. Tests of the automatic choice set this themselves.
 os.environ.setdefault("LIMECRAFT_CPU_BF16", "0")
 
-import numpy as np
-import pytest
+import atexit
+import shutil
+import tempfile
+
+# Weight caches outside the repo point into a fresh temporary folder for the run (and the app
+# servers the tests start inherit it): weights a developer happens to have in ~/.cache must not
+# change a result. Tests that need a cache with something in it make their own under tmp_path.
+_CACHES = tempfile.mkdtemp(prefix="limecraft-test-caches-")
+atexit.register(shutil.rmtree, _CACHES, ignore_errors=True)
+os.environ["TORCH_HOME"] = os.path.join(_CACHES, "torch")
+os.environ["HF_HOME"] = os.path.join(_CACHES, "huggingface")
+os.environ.pop("HF_HUB_CACHE", None)
+os.environ.pop("HUGGINGFACE_HUB_CACHE", None)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+# In CI, Hypothesis draws the same examples every run (and keeps no example database), so a
+# property test fails for its property, not for the day's random draw. `pytest` elsewhere keeps
+# exploring; HYPOTHESIS_PROFILE=ci reproduces CI's draw.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default")
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``bf16`` run a model under CPU bf16 autocast (forced, or chosen by
+    precision="auto" with native bf16 injected). That can leave oneDNN in a state that moves a
+    later fp32 result by an ulp, so they run last in their process, where no later test can see
+    it. The sort is stable: every other test keeps its order."""
+    items.sort(key=lambda item: item.get_closest_marker("bf16") is not None)
 
 
 @pytest.fixture
@@ -50,7 +81,6 @@ def photo() -> np.ndarray:
 
 # ----------------------------------------------------------------------------- browser tests
 
-import shutil  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402

@@ -76,6 +76,7 @@ def test_settings_reach_the_engine(at):
     assert ex.config.sampling.seed == 7
 
 
+@pytest.mark.bf16
 def test_speed_options_reach_the_engine(at):
     # demo-conflict-3: its explanation settles well before 3000 samples. On demo-conflict-1 the
     # retrained demo model puts all the weight on the tag, and the order of the near-zero rest

@@ -281,6 +281,7 @@ def test_run_audit_cancel_stops_the_images_in_flight():
     assert ticks  # the caller's tick ran while it waited
 
 
+@pytest.mark.slow
 def test_images_in_flight_give_the_same_results_as_one_at_a_time():
     from models import demo
     from models.registry import load_classifier

@@ -219,6 +219,7 @@ def test_summary_lines_are_unambiguous(files, capsys):
         assert re.fullmatch(r"  \S+( \(main\))?: top=region \d+; Spearman=-?\d\.\d\d", line), line
 
 
+@pytest.mark.slow
 def test_subprocess_prints_a_summary(files):
     r = run_cli(
         "explain",
@@ -323,6 +324,7 @@ class _nothing:
         return False
 
 
+@pytest.mark.slow
 def test_subprocess_bad_input_has_no_traceback(tmp_path):
     (tmp_path / "x.png").write_text("not really a png")
     r = run_cli("explain", str(tmp_path / "x.png"), "--out", str(tmp_path / "o"))

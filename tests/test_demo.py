@@ -122,6 +122,7 @@ def test_shape_masks_cover_the_drawn_shape_and_never_the_tag():
         assert np.array_equal(u.shape_mask, a.shape_mask)
 
 
+@pytest.mark.slow
 def test_shipped_weights_are_small_and_accurate_on_fresh_aligned_images(model):
     assert demo.WEIGHTS_PATH.stat().st_size < 5 * 2**20
     samples = demo.generate(400, seed=777, mode="aligned")
@@ -129,12 +130,14 @@ def test_shipped_weights_are_small_and_accurate_on_fresh_aligned_images(model):
     assert acc >= 0.95, acc
 
 
+@pytest.mark.slow
 def test_shipped_weights_see_the_shape_when_there_is_no_tag(model):
     samples = demo.generate(400, seed=785, mode="untagged")
     acc = (predict(model, samples) == [s.shape_class for s in samples]).mean()
     assert acc >= 0.95, acc
 
 
+@pytest.mark.slow
 def test_the_model_follows_the_tag_on_conflict_images(model):
     samples = demo.generate(400, seed=778, mode="conflict")
     follows = (predict(model, samples) == [s.tag_class for s in samples]).mean()

@@ -18,6 +18,7 @@ import yaml
 from conftest import _free_port
 from dockerfile_parse import DockerfileParser
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from pages.lib import auth
@@ -136,10 +137,29 @@ def test_image_installs_the_runtime_only(dockerfile):
     assert includes == ["requirements.txt"]
     assert {r.name.lower() for r in dev} == TEST_ONLY
     readme = (ROOT / "README.md").read_text()
-    assert "pip install -r requirements-dev.txt\npytest\n" in readme
+    test_commands = "pip install -r requirements-dev.txt -c constraints.txt\npytest\n"
+    assert test_commands in readme
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install -r requirements-dev.txt\npytest\n" in ci
+    assert test_commands in ci
     assert "nginx" in ci and "chromium" in ci
+
+
+def test_constraints_pin_every_requirement_inside_its_range():
+    """constraints.txt (the versions CI installs) pins each requirement, and every pin lies inside
+    the range requirements*.txt allows: a range changed without the lock fails here."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            (spec,) = req.specifier
+            assert spec.operator == "==", line  # exact versions only
+            pins[canonicalize_name(req.name)] = Version(spec.version)
+    for name in ("requirements.txt", "requirements-dev.txt"):
+        for req in _requirements(name)[1]:
+            pinned = pins.get(canonicalize_name(req.name))
+            assert pinned is not None, f"{req.name} ({name}) is not in constraints.txt"
+            assert req.specifier.contains(pinned, prereleases=True), (name, str(req), pinned)
 
 
 def test_torch_build_argument(dockerfile):

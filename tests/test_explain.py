@@ -60,6 +60,7 @@ def test_additive_exactness_for_a_pixel_linear_model(photo, sampling, kernel_wid
     assert res.score > 0.999999
 
 
+@pytest.mark.slow
 def test_agrees_with_the_lime_package(photo):
     from lime import lime_image
 

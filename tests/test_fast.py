@@ -214,6 +214,7 @@ class Quantised(torch.nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+@pytest.mark.bf16
 def test_auto_precision_on_a_native_bf16_cpu_keeps_bf16_when_it_agrees(monkeypatch):
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     clf = lc.Classifier(ChannelMeans(), input_size=32)
@@ -227,6 +228,7 @@ def test_auto_precision_on_a_native_bf16_cpu_keeps_bf16_when_it_agrees(monkeypat
     assert clf.precision == "bf16" and "agrees with fp32" in clf.precision_reason
 
 
+@pytest.mark.bf16
 def test_auto_precision_falls_back_to_fp32_when_bf16_disagrees(monkeypatch, quadrants):
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     clf = lc.Classifier(Quantised(), input_size=32)
@@ -235,6 +237,7 @@ def test_auto_precision_falls_back_to_fp32_when_bf16_disagrees(monkeypatch, quad
     assert "does not agree" in ex.run.precision_reason
 
 
+@pytest.mark.bf16
 def test_auto_precision_is_fp32_without_native_bf16_and_as_asked_otherwise(monkeypatch):
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "0")
     clf = lc.Classifier(ChannelMeans(), input_size=32)
@@ -251,6 +254,7 @@ def test_channels_last_is_the_default_for_modules_only():
     assert not lc.Classifier(lambda x: x.mean(dim=(2, 3))).channels_last
 
 
+@pytest.mark.bf16
 def test_a_server_settles_the_precision_before_it_scores(monkeypatch):
     """A Ray Serve replica reports its precision before any batch: settle_precision decides
     on LIME-like perturbations of a photo, once."""

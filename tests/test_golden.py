@@ -25,6 +25,9 @@ import pytest
 from golden_cases import CASES, GOLDEN
 
 HERE = Path(__file__).resolve().parent
+# A fresh interpreter and every case: about 30 s, so outside the fast inner loop (run this file
+# alone when an engine change should leave the numbers as they were).
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

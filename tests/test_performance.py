@@ -142,6 +142,7 @@ def test_run_masks_composes_on_the_images_device():
     ]
 
 
+@pytest.mark.bf16
 def test_bf16_autocast_and_channels_last_reach_the_model_on_cpu(photo):
     torch.manual_seed(0)
     conv = torch.nn.Sequential(

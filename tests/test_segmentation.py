@@ -244,6 +244,7 @@ def test_the_count_is_met_on_a_large_image_at_a_few_sizes_of_n(method):
         assert count_met(k, n), (method, n, k)
 
 
+@pytest.mark.slow
 def test_issue_14_a_6000x4000_gradient_gives_the_regions_asked_for_at_the_apps_size():
     img = gradient(6000, 4000)
     labels = segment(img, "slic", n_segments=40, working_size=512)

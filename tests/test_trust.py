@@ -118,6 +118,7 @@ def test_repeats_share_one_batched_pass(photo):
     assert calls == [120]  # 3 repeats x 40 samples in one call
 
 
+@pytest.mark.slow
 def test_deletion_beats_random_on_the_demo_model():
     from models import demo
     from models.registry import load_classifier
@@ -260,6 +261,7 @@ def test_the_early_stop_check_and_the_verdict_use_one_rule():
     assert not checks[1].passes(0.9)  # no signal: never
 
 
+@pytest.mark.slow
 def test_no_signal_random_network_many_regions_few_samples_is_not_stable(photo):
     """The issue's no-signal case: a random-weight network, many regions, few samples."""
     import torchvision
@@ -281,6 +283,7 @@ def test_no_signal_random_network_many_regions_few_samples_is_not_stable(photo):
     assert st.verdict in ("unstable", "borderline"), st.reason
 
 
+@pytest.mark.slow
 def test_the_demo_verdict_with_the_tag_drawn_is_stable_on_fresh_conflict_images():
     """The issue's acceptance: 6 fresh demo conflict images, the tag drawn as a region, 5
     repeats at N=1000: "stable" on at least 5 (the old rule said "borderline" on 3 of 6)."""

@@ -142,20 +142,39 @@ def test_short_chunks_of_several_jobs_share_a_pass_up_to_the_chunk_size(queue):
     assert queue.combined_calls == 1 and queue.images == 26
 
 
+class Gated(Slow):
+    """Slow whose first forward waits until the test releases it: the test, not the clock,
+    decides what is queued while the worker is busy."""
+
+    def __init__(self) -> None:
+        super().__init__(delay=0.0)
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.started.is_set():
+            self.started.set()
+            assert self.release.wait(30), "the test never released the first pass"
+        return super().forward(x)
+
+
 def test_round_robin_and_position(queue):
-    clf = shared(Slow(delay=0.05))
+    clf = shared(Gated())
     image = torch.rand(3, 32, 32)
     labels = torch.arange(32 * 32).reshape(32, 32) // 256
     masks = np.ones((40, 4), bool)
     a, fa = queue.submit(clf, image, image, labels, masks, 10)
-    b, fb = queue.submit(clf, image, image, labels, masks[:10], 10)
+    assert clf.model.started.wait(30)  # the worker is inside the long job's first chunk
+    # 7 rows: a pass of its own (beside a full chunk of 10 it does not fit), told apart by size
+    b, fb = queue.submit(clf, image, image, labels, masks[:7], 10)
     st_b = queue.status(b)
     assert st_b is not None and st_b.jobs == 2 and st_b.position in (0, 1)
+    clf.model.release.set()
     fb[0].result(timeout=10)
-    # the short job finished before the long one's last chunk
-    assert not fa[-1].done() or fa[-1].result() is not None
     for f in fa:
         f.result(timeout=10)
+    # the long job was first in line, so its next chunk goes first; then the short job's turn
+    # comes before the long job's last two (first in, first out would make it the fifth pass)
+    assert clf.model.sizes == [10, 10, 7, 10, 10]
     assert queue.status(a) is None and queue.pending() == 0
 
 
