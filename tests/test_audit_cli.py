@@ -1,37 +1,72 @@
 """``python -m limecraft_core audit`` and ``demo-data --mixed``, as a user runs them: the shortcut
-found in the demo set, the files written, bad images, resume after a kill, Ctrl-C, progress."""
+found in the demo set, the files written, bad images, resume after a kill, Ctrl-C, progress.
+
+The CLI runs in this process (``main(argv)``, what it prints captured), except where the process
+itself is the point: the exit code of bad input, a kill and Ctrl-C."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from tqdm import tqdm
 
 from limecraft_core import Explanation
 from limecraft_core.audit_io import load_audit
+from limecraft_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 FAST = ["--samples", "200"]
 
 
-def run(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+@dataclass(frozen=True)
+class Result:
+    """What a run of the CLI gave: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Result:
+    """``python -m limecraft_core ARGS``, in this process: main's exit code (argparse's
+    ``SystemExit`` code for a bad option) and its stdout and stderr.
+
+    The audit's progress bar starts no tqdm monitor thread here: tqdm keeps that thread for the
+    rest of the process once started, and this process runs the rest of the suite."""
+    out, err = io.StringIO(), io.StringIO()
+    interval, tqdm.monitor_interval = tqdm.monitor_interval, 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse: a bad option (2) or --help (0)
+                code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        tqdm.monitor_interval = interval
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def spawn(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m limecraft_core ARGS`` as a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "limecraft_core", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
     )
 
 
@@ -43,11 +78,11 @@ def demo_set(folder: Path, count: int, seed: int) -> Path:
     return folder
 
 
-def audit(data: Path, out: Path, *more: str, masks: bool = True, **kw):
+def audit(data: Path, out: Path, *more: str, masks: bool = True) -> Result:
     args = ["audit", str(data / "images"), "--model", "demo", "--out", str(out), *FAST, *more]
     if masks:
         args += ["--expected-masks", str(data / "masks")]
-    return run(*args, **kw)
+    return run(*args)
 
 
 def png(path: Path) -> np.ndarray:
@@ -204,6 +239,14 @@ def test_bad_input_is_one_line_and_exit_2(mixed, tmp_path):
         assert p.returncode == 2, (args, p.stderr)
         assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert "Traceback" not in p.stderr
+
+
+def test_bad_input_is_one_line_and_exit_2_from_the_real_process(tmp_path):
+    """The same for one case, as the shell sees it: the process's exit code and its stderr."""
+    p = spawn("audit", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o1"), timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "does not exist" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_an_audit_folder_is_not_overwritten_without_resume(mixed, tmp_path):
