@@ -264,13 +264,11 @@ def _rows_written(out: Path) -> int:
     return len(list((out / "images").glob("*/row.json")))
 
 
-def _start(mixed: Path, out: Path) -> subprocess.Popen:
+def _start(mixed: Path, out: Path, stderr=subprocess.PIPE) -> subprocess.Popen:
     args = [sys.executable, "-m", "limecraft_core", "audit", str(mixed / "images"), "--model"]
     args += ["demo", "--out", str(out), "--expected-masks", str(mixed / "masks"), *FAST]
     args += ["--limit", "8", "--in-flight", "1", "--early-stop", "none"]
-    return subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
 
 def _wait_rows(proc: subprocess.Popen, out: Path, n: int) -> None:
@@ -319,12 +317,27 @@ def test_a_killed_audit_keeps_what_is_done_and_resume_gives_the_same_results(mix
     assert json.loads((out / "audit.json").read_text())["complete"] is True
 
 
+def _wait_reported(proc: subprocess.Popen, log: Path) -> None:
+    """Until the audit has taken in its first finished image: the progress bar shows the
+    '... flagged, ... errors' counts from then on. (An image's row.json is written in its own
+    thread a moment before the audit takes its row in: a Ctrl-C sent as soon as row.json is
+    there can fall between the two.)"""
+    deadline = time.monotonic() + 300
+    while "flagged" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_ctrl_c_stops_cleanly_and_says_how_to_finish(mixed, tmp_path):
     out = tmp_path / "stopped"
-    proc = _start(mixed, out)
-    _wait_rows(proc, out, 1)
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as f:  # read while it runs: the progress bar says what is taken in
+        proc = _start(mixed, out, stderr=f)
+    _wait_reported(proc, log)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    proc.communicate(timeout=120)
+    err = log.read_text()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted:" in err and "run the same command with --resume to finish" in err
