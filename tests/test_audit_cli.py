@@ -1,37 +1,72 @@
 """``python -m limecraft_core audit`` and ``demo-data --mixed``, as a user runs them: the shortcut
-found in the demo set, the files written, bad images, resume after a kill, Ctrl-C, progress."""
+found in the demo set, the files written, bad images, resume after a kill, Ctrl-C, progress.
+
+The CLI runs in this process (``main(argv)``, what it prints captured), except where the process
+itself is the point: the exit code of bad input, a kill and Ctrl-C."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from tqdm import tqdm
 
 from limecraft_core import Explanation
 from limecraft_core.audit_io import load_audit
+from limecraft_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 FAST = ["--samples", "200"]
 
 
-def run(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+@dataclass(frozen=True)
+class Result:
+    """What a run of the CLI gave: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Result:
+    """``python -m limecraft_core ARGS``, in this process: main's exit code (argparse's
+    ``SystemExit`` code for a bad option) and its stdout and stderr.
+
+    The audit's progress bar starts no tqdm monitor thread here: tqdm keeps that thread for the
+    rest of the process once started, and this process runs the rest of the suite."""
+    out, err = io.StringIO(), io.StringIO()
+    interval, tqdm.monitor_interval = tqdm.monitor_interval, 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse: a bad option (2) or --help (0)
+                code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        tqdm.monitor_interval = interval
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def spawn(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m limecraft_core ARGS`` as a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "limecraft_core", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
     )
 
 
@@ -43,11 +78,11 @@ def demo_set(folder: Path, count: int, seed: int) -> Path:
     return folder
 
 
-def audit(data: Path, out: Path, *more: str, masks: bool = True, **kw):
+def audit(data: Path, out: Path, *more: str, masks: bool = True) -> Result:
     args = ["audit", str(data / "images"), "--model", "demo", "--out", str(out), *FAST, *more]
     if masks:
         args += ["--expected-masks", str(data / "masks")]
-    return run(*args, **kw)
+    return run(*args)
 
 
 def png(path: Path) -> np.ndarray:
@@ -206,6 +241,14 @@ def test_bad_input_is_one_line_and_exit_2(mixed, tmp_path):
         assert "Traceback" not in p.stderr
 
 
+def test_bad_input_is_one_line_and_exit_2_from_the_real_process(tmp_path):
+    """The same for one case, as the shell sees it: the process's exit code and its stderr."""
+    p = spawn("audit", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o1"), timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "does not exist" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_an_audit_folder_is_not_overwritten_without_resume(mixed, tmp_path):
     out = tmp_path / "audit"
     assert audit(mixed, out, "--limit", "2").returncode == 0
@@ -221,13 +264,11 @@ def _rows_written(out: Path) -> int:
     return len(list((out / "images").glob("*/row.json")))
 
 
-def _start(mixed: Path, out: Path) -> subprocess.Popen:
+def _start(mixed: Path, out: Path, stderr=subprocess.PIPE) -> subprocess.Popen:
     args = [sys.executable, "-m", "limecraft_core", "audit", str(mixed / "images"), "--model"]
     args += ["demo", "--out", str(out), "--expected-masks", str(mixed / "masks"), *FAST]
     args += ["--limit", "8", "--in-flight", "1", "--early-stop", "none"]
-    return subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
 
 def _wait_rows(proc: subprocess.Popen, out: Path, n: int) -> None:
@@ -276,12 +317,27 @@ def test_a_killed_audit_keeps_what_is_done_and_resume_gives_the_same_results(mix
     assert json.loads((out / "audit.json").read_text())["complete"] is True
 
 
+def _wait_reported(proc: subprocess.Popen, log: Path) -> None:
+    """Until the audit has taken in its first finished image: the progress bar shows the
+    '... flagged, ... errors' counts from then on. (An image's row.json is written in its own
+    thread a moment before the audit takes its row in: a Ctrl-C sent as soon as row.json is
+    there can fall between the two.)"""
+    deadline = time.monotonic() + 300
+    while "flagged" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_ctrl_c_stops_cleanly_and_says_how_to_finish(mixed, tmp_path):
     out = tmp_path / "stopped"
-    proc = _start(mixed, out)
-    _wait_rows(proc, out, 1)
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as f:  # read while it runs: the progress bar says what is taken in
+        proc = _start(mixed, out, stderr=f)
+    _wait_reported(proc, log)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    proc.communicate(timeout=120)
+    err = log.read_text()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted:" in err and "run the same command with --resume to finish" in err
