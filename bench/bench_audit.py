@@ -117,7 +117,8 @@ def weights(out: Path, doc: dict) -> dict[str, np.ndarray]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -133,8 +134,13 @@ def main() -> None:
     )
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "bench/results"))
-    args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="lc-bench-audit-"))
+    ap.add_argument(
+        "--work",
+        help="folder for the generated images and every audit's files (default: a new "
+        "temporary folder, kept)",
+    )
+    args = ap.parse_args(argv)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="lc-bench-audit-"))
     result: dict = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores",
         "torch": torch.__version__,
@@ -215,6 +221,7 @@ def main() -> None:
     md = markdown(result)
     (out / "audit.md").write_text(md)
     print(md)
+    return 0
 
 
 def markdown(r: dict) -> str:
@@ -267,4 +274,4 @@ def markdown(r: dict) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

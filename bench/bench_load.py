@@ -11,6 +11,10 @@ share of forward passes that served more than one session, and RSS growth.
 
     python bench/bench_load.py                  # K = 1, 2, 4, 8
     python bench/bench_load.py --ks 1,2 --samples 300
+
+AppTest runs one session at a time: every run sets process-wide state that a server sets once
+(see ``one_app_process``). For the sessions that run at once, that state is set once here, as
+in the one server process the benchmark stands for.
 """
 
 from __future__ import annotations
@@ -20,20 +24,108 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import streamlit.testing.v1.app_test as _app_test  # noqa: E402
+from streamlit.runtime import Runtime  # noqa: E402
+from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 APP = str(ROOT / "app.py")
+
+
+@contextlib.contextmanager
+def one_app_process() -> Iterator[None]:
+    """AppTest sessions in threads, sharing what a server's one process shares.
+
+    Every ``AppTest.run`` sets process-wide state as it starts and ends, which a server sets once.
+    With sessions running at once in threads, one session's start or end changed it under
+    another's running script:
+
+    * ``PagesManager.uses_pages_directory``: reset to None and recomputed at every run's start
+      (True: our ``pages/`` package sits next to app.py), set False by ``st.navigation``. A
+      script that read it mid-change went the other way through navigation: in 4 of 51 runs of
+      ``--ks 4`` twice, and, when the app's sidebar had ``st.page_link``, that failed with
+      "Could not find page: `pages/...`".
+    * ``Runtime._instance``: set at every run's start, cleared at its end. Scripts still running
+      after another session's run ended found no runtime: 231 times in those runs (images sent
+      inline, the data caches replaced by empty ones, and ``Runtime.instance()`` raising if the
+      runtime went between a check and its use).
+    * Each run compiles the scripts afresh, and CPython 3.11's AST conversion keeps its recursion
+      depth per interpreter, not per thread: two sessions compiling at once raised "SystemError:
+      AST constructor recursion depth mismatch" (python/cpython#106905).
+    * ``config.get_option`` is patched for each run; nested patches from threads restore each
+      other's mock, which then outlives the benchmark.
+
+    Here, as in one server process: the pages flag is set once (AppTest resets a copy of it);
+    the first running session's runtime stays until the last running session's run ends; scripts
+    are compiled one at a time; the config option is patched once around everything.
+    """
+    names = ("PagesManager", "Runtime", "patch_config_options")
+    missing = [n for n in names if not hasattr(_app_test, n)]
+    if missing or not hasattr(ScriptCache, "get_bytecode"):
+        raise RuntimeError(
+            f"streamlit's AppTest no longer has {missing or ['ScriptCache.get_bytecode']}: "
+            "update bench_load.one_app_process for this version"
+        )
+    saved = {n: getattr(_app_test, n) for n in names}
+    saved_flag = PagesManager.uses_pages_directory
+    saved_compile = ScriptCache.get_bytecode
+    lock, compile_lock = threading.Lock(), threading.Lock()
+    running = [0]
+
+    class PinnedPagesFlag(PagesManager):
+        """AppTest resets this class's copy of the flag; Streamlit reads PagesManager's."""
+
+    def set_instance(value: Any) -> None:
+        with lock:
+            if value is None:
+                running[0] -= 1
+                if running[0] == 0:
+                    Runtime._instance = None
+            else:
+                running[0] += 1
+                if Runtime._instance is None:
+                    Runtime._instance = value
+
+    class CountedInstance(type(Runtime)):
+        def __setattr__(cls, name: str, value: Any) -> None:
+            if name == "_instance":
+                set_instance(value)
+            else:
+                super().__setattr__(name, value)
+
+    class OneRuntime(Runtime, metaclass=CountedInstance):
+        """AppTest sets and clears this class's ``_instance``: counted into Runtime's."""
+
+    def get_bytecode(self: ScriptCache, script_path: str) -> Any:
+        with compile_lock:
+            return saved_compile(self, script_path)
+
+    _app_test.PagesManager = PinnedPagesFlag
+    _app_test.Runtime = OneRuntime
+    _app_test.patch_config_options = lambda _overrides: contextlib.nullcontext()
+    ScriptCache.get_bytecode = get_bytecode
+    try:
+        with saved["patch_config_options"]({"global.appTest": True}):
+            yield
+    finally:
+        for n, v in saved.items():
+            setattr(_app_test, n, v)
+        ScriptCache.get_bytecode = saved_compile
+        PagesManager.uses_pages_directory = saved_flag
 
 
 def rss_mb() -> float:
@@ -119,27 +211,30 @@ def run_k(k: int, samples: int, seed0: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--ks", default="1,2,4,8")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "load.json"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     ks = [int(v) for v in args.ks.split(",")]
     if max(ks) > 16 or min(ks) < 1:
         ap.error("K must be in [1, 16]")
-    # Warm-up: load the model, compile the page, fill Streamlit's caches.
-    press_explain(open_session(99_999, args.samples))
-    rss0 = rss_mb()
-    rows = [run_k(k, args.samples, 10_000 * (i + 1)) for i, k in enumerate(ks)]
+    with one_app_process():
+        # Warm-up: load the model, compile the page, fill Streamlit's caches.
+        press_explain(open_session(99_999, args.samples))
+        rss0 = rss_mb()
+        rows = [run_k(k, args.samples, 10_000 * (i + 1)) for i, k in enumerate(ks)]
     result = {
         "samples": args.samples,
         "rss_start_mb": rss0,
         "rss_end_mb": rss_mb(),
         "rows": rows,
-        "command": "python bench/bench_load.py " + " ".join(sys.argv[1:]),
+        "command": "python bench/bench_load.py " + " ".join(argv),
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2))
@@ -158,7 +253,8 @@ def main() -> None:
     for r in rows:
         for e in r["errors"]:
             print(f"K={r['k']} error: {e}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -236,7 +236,8 @@ def fmt_s(x: float) -> str:
     return f"{x * 1000:.2f} ms" if x < 1 else f"{x:.2f} s"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -245,7 +246,7 @@ def main() -> None:
     ap.add_argument("--input-size", type=int, default=224, help="resnet50's input size")
     ap.add_argument("--quick", action="store_true", help="tiny settings, for the tests")
     ap.add_argument("--json", default=str(ROOT / "bench/results/metrics.json"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     arch = "resnet50"
     if args.quick:
         args.samples, args.slic, args.input_size, arch = 60, 12, 64, "resnet18"
@@ -315,7 +316,8 @@ def main() -> None:
     out = {"samples": args.samples, "quick": args.quick, "rows": ROWS, "cases": cases}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=2, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -63,20 +63,21 @@ def _export(net: torch.nn.Module, size: int, path: Path) -> float:
     return time.perf_counter() - t
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--quick", action="store_true", help="resnet18, 50 samples, 112 px, 1 round")
+    ap.add_argument("--quick", action="store_true", help="resnet18, 50 samples, 64 px, 1 round")
     ap.add_argument("--model", default="resnet50", help="a torchvision model name")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--regions", type=int, default=60, help="SLIC n_segments")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.quick:
-        a.model, a.samples, a.size, a.rounds = "resnet18", 50, 112, 1
+        a.model, a.samples, a.size, a.rounds = "resnet18", 50, 64, 1
 
     torch.manual_seed(0)
     net = tvm.get_model(a.model, weights=None).eval()
@@ -145,7 +146,8 @@ def main() -> None:
                 indent=2,
             )
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -149,7 +149,8 @@ def cost(model, image, tag_mask, repeats: int, samples: int) -> dict:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -162,12 +163,12 @@ def main() -> None:
     ap.add_argument("--no-cost", action="store_true", help="skip the cost of sharing work")
     ap.add_argument("--quick", action="store_true", help="tiny settings, for the tests")
     ap.add_argument("--json", default=str(ROOT / "bench/results/trust.json"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     demo_sizes, resnet_sizes, cost_samples = DEMO_SIZES, RESNET_SIZES, 1000
     photos = [p for p in args.photos.split(",") if p]
     if args.quick:
-        demo_sizes, resnet_sizes, cost_samples = [20, 40], [20, 40], 100
-        args.images, args.repeats, args.input_size, args.slic = 1, 3, 64, 12
+        demo_sizes, resnet_sizes, cost_samples = [20, 40], [20, 40], 40
+        args.images, args.repeats, args.input_size, args.slic = 1, 2, 64, 12
         photos = photos[:1]
     models = {m.strip() for m in args.models.split(",") if m.strip()}
     if not models <= {"demo", "resnet18"}:
@@ -240,7 +241,8 @@ def main() -> None:
         out["cost"] = cost(demo_model, s.image, s.tag_mask, args.repeats, cost_samples)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

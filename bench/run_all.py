@@ -428,7 +428,9 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -452,10 +454,10 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--no-readme", action="store_true", help="leave bench/README.md alone")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.memory_child:
         memory_child(args.memory_child, args.device)
-        return
+        return 0
     for key in (
         "lime_batch_sizes",
         "captum_batch_sizes",
@@ -477,7 +479,7 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "device": device,
         "samples": args.samples,
-        "command": "python bench/run_all.py " + " ".join(sys.argv[1:]),
+        "command": "python bench/run_all.py " + " ".join(argv),
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
     image = chelsea()
@@ -515,7 +517,8 @@ def main() -> None:
             body = f"Command: `{res['command']}` ({res['date']})\n\n{table}"
             readme.write_text(f"{head}{start}\n{body}{end}{tail}")
     print(table)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

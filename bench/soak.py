@@ -4,15 +4,30 @@ Worker threads play sessions that share one model (as the app's sessions do). Th
 one batch call in ten; some Explains are cancelled after a few batches; the shared model is
 reloaded now and then. Meanwhile a "requests" thread makes the other calls a session makes
 (single-image predictions, segmentations), and a few Streamlit AppTest sessions explain through
-the app with the same faulty model. Bounded in time and count; no network at all.
+the app with the same faulty model. No network at all.
+
+Each session starts with a good result (one Explain with a model that does not fail), as an
+analyst's does once Explain has run; the soak then runs a warm-up and two measured halves of the
+same workload. Two ways to bound it:
+
+- by time (the default): each phase runs until its share of ``--duration`` or of
+  ``--max-explains`` is used up; the sessions share that budget, so a faster machine does more;
+- by work (``--explains-per-session N``): in each half every session does exactly N Explains,
+  the other-requests thread makes one request per Explain the sessions start, and each app
+  session ``--app-rounds`` rounds, so a fast and a loaded machine do the same work (the test).
 
 It checks:
 - zero lost sessions: each keeps its image, regions and last good result through every fault;
 - every request without an injected fault succeeds, and every injected fault is a clear error;
+- every worker thread finishes its work: one that dies or hangs is reported, never silent;
 - no growth of memory (RSS), open file descriptors, threads or live tensors after warm-up.
 
     python bench/soak.py --duration 180
-    python bench/soak.py --duration 30 --max-explains 300 --app-sessions 1   # what the test runs
+    MALLOC_ARENA_MAX=1 python bench/soak.py --explains-per-session 6 --warmup-explains 3 \\
+        --sessions 3 --app-sessions 1 --app-rounds 2 --max-rss-growth 16    # what the test runs
+
+(One malloc arena: glibc gives each new thread its own and keeps their free pages, and every
+phase has new threads; a short run's RSS then grew tens of MiB with nothing leaked.)
 
 Prints a summary and writes bench/results/soak.json.
 """
@@ -31,6 +46,7 @@ import json
 import sys
 import threading
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +135,9 @@ class Flaky:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[0] > 1 and self._count() % FAIL_EVERY == 0:
             self.local.faults = self.faults() + 1
+            if not threading.current_thread().name.startswith("soak-"):
+                with self.lock:
+                    self.shared["faults"] += 1
             raise RuntimeError("injected fault")
         return self.inner(x)
 
@@ -174,14 +193,17 @@ class Session:
     fingerprint: str = ""
     outcomes: Counter = field(default_factory=Counter)
     unexpected: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)  # what the faults took away, if anything
+    explains: int = 0  # Explains started by its worker in the current phase
 
     def check(self) -> None:
+        """Lost: the faults took away the session's image, regions or last good result."""
         if digest(self.image, self.regions.labels) != self.fingerprint:
-            self.unexpected.append("image or regions changed")
-        if self.explanation is not None and not np.array_equal(
-            self.explanation.segments, self.regions.labels
-        ):
-            self.unexpected.append("result no longer matches the regions")
+            self.lost.append("image or regions changed")
+        if self.explanation is None:
+            self.lost.append("its last good result is gone")
+        elif not np.array_equal(self.explanation.segments, self.regions.labels):
+            self.lost.append("result no longer matches the regions")
 
 
 def make_session(i: int) -> Session:
@@ -239,15 +261,65 @@ def explain_once(
     s.check()
 
 
+class Progress:
+    """Explains started in a phase, shared by its threads: the duration mode's budget
+    (``limit``), and the pace of the other requests in the work mode."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.started = 0
+        self.finished = False  # every session worker has returned
+        self.cv = threading.Condition()
+
+    def start_one(self) -> bool:
+        """Count one more Explain; False once the budget is used up."""
+        with self.cv:
+            if self.limit is not None and self.started >= self.limit:
+                return False
+            self.started += 1
+            self.cv.notify_all()
+            return True
+
+    def finish(self) -> None:
+        with self.cv:
+            self.finished = True
+            self.cv.notify_all()
+
+    def wait_for(self, started: int) -> None:
+        """Until the sessions have started this many Explains, or have all returned."""
+        with self.cv:
+            self.cv.wait_for(lambda: self.started >= started or self.finished)
+
+
+def guarded(target, died: list[str]):
+    """Run ``target`` in a worker thread; a worker that dies is reported, never silent."""
+
+    def run(*a: Any) -> None:
+        try:
+            target(*a)
+        except BaseException:
+            died.append(f"{threading.current_thread().name} died: {traceback.format_exc(limit=4)}")
+
+    return run
+
+
 def session_worker(
-    s: Session, model: SharedModel, seed: int, stop: threading.Event, budget: Counter, args
+    s: Session,
+    model: SharedModel,
+    seed: int,
+    stop: threading.Event,
+    progress: Progress,
+    quota: int | None,
+    args,
 ) -> None:
+    """Explains until ``quota`` are done (work mode), or until the phase's time or shared
+    budget is used up (duration mode)."""
     rng = np.random.default_rng(seed)
-    while not stop.is_set():
-        with budget_lock:
-            if budget["explains"] >= args.max_explains:
-                return
-            budget["explains"] += 1
+    s.explains = 0
+    while (s.explains < quota) if quota is not None else not stop.is_set():
+        if not progress.start_one():
+            return
+        s.explains += 1
         r = rng.random()
         if r < args.reload_rate:
             model.reload()
@@ -256,14 +328,23 @@ def session_worker(
         explain_once(s, model, rng, args.samples, cancel_after)
 
 
-budget_lock = threading.Lock()
+def requests_worker(
+    model: SharedModel,
+    stop: threading.Event,
+    stats: Counter,
+    progress: Progress,
+    count: int | None,
+) -> None:
+    """Other requests: single-image predictions and segmentations; every one must succeed.
 
-
-def requests_worker(model: SharedModel, stop: threading.Event, stats: Counter) -> None:
-    """Other requests: single-image predictions and segmentations; every one must succeed."""
+    Work mode: ``count`` requests, the i-th once the sessions have started i Explains (so they
+    run alongside the Explains on a fast and a slow machine alike). Duration mode: one every
+    20 ms until the phase stops."""
     images = [load_sample(n).image for n in sample_names()[:3]]
     i = 0
-    while not stop.is_set():
+    while (i < count) if count is not None else not stop.is_set():
+        if count is not None:
+            progress.wait_for(i + 1)
         img = images[i % len(images)]
         clf, _ = model.get()
         try:
@@ -275,14 +356,20 @@ def requests_worker(model: SharedModel, stop: threading.Event, stats: Counter) -
             stats["failed"] += 1
             stats[f"error: {type(e).__name__}: {e}"] += 1
         i += 1
-        stop.wait(0.02)
+        if count is None:
+            stop.wait(0.02)
 
 
 # ----------------------------------------------------------------------------- app sessions
 
 
-def _app_rounds(n_sessions: int, rounds: int, model: SharedModel) -> dict[str, Any]:
-    """AppTest sessions explaining through the app with the faulty model; state must survive."""
+def _app_rounds(
+    n_sessions: int, rounds: int, model: SharedModel, phase_seed: int = 0
+) -> dict[str, Any]:
+    """AppTest sessions explaining through the app with the faulty model; state must survive.
+
+    Every round of every phase has its own seed, so no Explain is answered from the app's
+    explanation cache: each one runs the (faulty) model."""
     from streamlit.testing.v1 import AppTest
 
     from pages.lib import state as app_state
@@ -304,7 +391,9 @@ def _app_rounds(n_sessions: int, rounds: int, model: SharedModel) -> dict[str, A
             for k, at in enumerate(sessions):
                 s = at.session_state["app"]
                 before = (s.image_name, digest(s.image), s.explanation)
-                at.number_input(key="set_seed").set_value(10_000 + 100 * r + k).run()
+                at.number_input(key="set_seed").set_value(
+                    10_000 + 10_000 * phase_seed + 100 * r + k
+                ).run()
                 next(b for b in at.button if b.label == "Explain").click().run()
                 if at.exception:
                     problems.append(f"exception: {at.exception}")
@@ -339,37 +428,65 @@ def phase(
     seed: int,
     app_sessions: int,
     app_rounds: int,
-) -> tuple[Counter, Counter, dict[str, Any]]:
-    """One bounded run of the workload: session workers, other requests, and app sessions."""
+    quota: int | None = None,
+) -> tuple[Counter, Counter, dict[str, Any], list[str]]:
+    """One bounded run of the workload: session workers, other requests, and app sessions.
+
+    ``quota``: Explains per session (work mode); None: bounded by ``args.duration`` and
+    ``args.max_explains``. Returns the Explains started, the other requests' counts, the app
+    sessions' outcomes and the workers' problems (a worker that died, hung or fell short)."""
     stop = threading.Event()
-    budget: Counter = Counter()
+    progress = Progress(None if quota is not None else args.max_explains)
     req: Counter = Counter()
-    threads = [
+    died: list[str] = []
+    workers = [
         threading.Thread(
-            target=session_worker,
-            args=(s, model, 1000 * seed + i, stop, budget, args),
+            target=guarded(session_worker, died),
+            args=(s, model, 1000 * seed + i, stop, progress, quota, args),
             name=f"soak-session-{i}",
             daemon=True,
         )
         for i, s in enumerate(sessions)
     ]
-    threads.append(
-        threading.Thread(
-            target=requests_worker, args=(model, stop, req), name="soak-requests", daemon=True
-        )
+    n_requests = None if quota is None else quota * len(sessions)
+    requests = threading.Thread(
+        target=guarded(requests_worker, died),
+        args=(model, stop, req, progress, n_requests),
+        name="soak-requests",
+        daemon=True,
     )
     t0 = time.perf_counter()
-    for t in threads:
+    for t in [*workers, requests]:
         t.start()
     app: dict[str, Any] = {"outcomes": {}, "problems": [], "sessions": 0}
     if app_sessions:
-        app = _app_rounds(app_sessions, app_rounds, model)
-    while time.perf_counter() - t0 < args.duration and budget["explains"] < args.max_explains:
-        time.sleep(0.2)
-    stop.set()
-    for t in threads:
-        t.join(timeout=120)
-    return budget, req, app
+        app = _app_rounds(app_sessions, app_rounds, model, seed)
+    if quota is None:
+        while time.perf_counter() - t0 < args.duration and progress.started < args.max_explains:
+            time.sleep(0.2)
+        stop.set()
+    # Work mode waits for the work to be done; hang_timeout only stops a hung soak from
+    # hanging its caller, and a worker still running then is reported.
+    deadline = time.monotonic() + args.hang_timeout
+    for t in workers:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    progress.finish()
+    requests.join(timeout=max(0.0, deadline - time.monotonic()))
+    problems = list(died)
+    problems += [
+        f"{t.name} still running {args.hang_timeout:g} s after the rest of its phase"
+        for t in [*workers, requests]
+        if t.is_alive()
+    ]
+    if quota is not None:
+        problems += [
+            f"{s.name} did {s.explains} of its {quota} Explains"
+            for s in sessions
+            if s.explains != quota
+        ]
+        if req["ok"] + req["failed"] != n_requests:
+            problems.append(f"{req['ok'] + req['failed']} of {n_requests} other requests made")
+    return Counter(explains=progress.started), req, app, problems
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -382,13 +499,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
+    t = time.perf_counter()
     model = SharedModel()
     sessions = [make_session(i) for i in range(args.sessions)]
+    # Each session starts with a good result, as an analyst's does once Explain has run once:
+    # the faults that follow must never take it away. (A session never explained has nothing
+    # to lose, and would pass or fail by the luck of its first faults.)
+    from models import demo
+
+    clean = lc.Classifier(
+        demo.load_demo_model(), input_size=demo.IMAGE_SIZE, labels=demo.CLASS_NAMES, device="cpu"
+    )
+    for i, s in enumerate(sessions):
+        s.explanation = lc.explain(
+            s.image, clean, segments=s.regions, samples=args.samples, seed=i, batch_size=16
+        )
+    del clean
+    work = args.explains_per_session  # None: bounded by time (and --max-explains)
+    warm_quota = None if work is None else -(-args.warmup_explains // len(sessions))
+    app_kw = {"app_sessions": args.app_sessions, "app_rounds": args.app_rounds}
 
     # Warm-up: a short phase of the same workload, so that lazy imports, caches, the allocator
     # and the per-thread malloc arenas settle; growth is measured from its end.
     warm = argparse.Namespace(**{**vars(args), "max_explains": args.warmup_explains})
-    phase(sessions, model, warm, seed=1, app_sessions=args.app_sessions, app_rounds=args.app_rounds)
+    phase_s = {"setup": round(time.perf_counter() - t, 1)}
+    t = time.perf_counter()
+    *_, warm_problems = phase(sessions, model, warm, seed=1, quota=warm_quota, **app_kw)
+    phase_s["warm-up"] = round(time.perf_counter() - t, 1)
     for s in sessions:
         s.outcomes.clear()
     # Two identical halves: caches that fill up and then stay bounded grow in the first half
@@ -398,17 +535,18 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     )
     start = snapshot()
     t0 = time.perf_counter()
-    budget, req, app = phase(
-        sessions, model, half, seed=2, app_sessions=args.app_sessions, app_rounds=args.app_rounds
-    )
+    budget, req, app, problems = phase(sessions, model, half, seed=2, quota=work, **app_kw)
+    phase_s["first half"] = round(time.perf_counter() - t0, 1)
     base = snapshot()
-    budget2, req2, app2 = phase(
-        sessions, model, half, seed=3, app_sessions=args.app_sessions, app_rounds=args.app_rounds
-    )
+    t = time.perf_counter()
+    budget2, req2, app2, problems2 = phase(sessions, model, half, seed=3, quota=work, **app_kw)
+    phase_s["second half"] = round(time.perf_counter() - t, 1)
     elapsed = time.perf_counter() - t0
     end = snapshot()
+    second_half_explains = budget2["explains"]
     budget += budget2
     req += req2
+    worker_problems = warm_problems + problems + problems2
     app = {
         "outcomes": dict(Counter(app["outcomes"]) + Counter(app2["outcomes"])),
         "problems": app["problems"] + app2["problems"],
@@ -416,24 +554,35 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     app["outcomes"]["sessions_alive"] = app["outcomes"].get("sessions_alive", 0)
 
+    for s in sessions:
+        s.check()
     outcomes = sum((s.outcomes for s in sessions), Counter())
-    lost = [
-        s.name
-        for s in sessions
-        if s.explanation is None or s.unexpected or s.outcomes["unexpected"]
-    ]
+    lost = [s.name for s in sessions if s.lost]
     growth = {k: end[k] - base[k] for k in base}
     result = {
+        "mode": "time" if work is None else "work",
         "duration_s": round(elapsed, 1),
+        "phase_s": phase_s,
         "sessions": len(sessions),
         "explains": int(budget["explains"]),
+        "explains_second_half": int(second_half_explains),
+        "explains_per_session": work,
         "outcomes": dict(outcomes),
+        "per_session": {s.name: dict(s.outcomes) for s in sessions},
         "reloads": model.reloads - 1,
-        "unexpected": [u for s in sessions for u in s.unexpected][:20],
+        "unexpected": ([u for s in sessions for u in s.unexpected] + worker_problems)[:20],
+        "worker_problems": worker_problems[:20],
         "lost_sessions": lost,
+        "lost": {s.name: sorted(set(s.lost)) for s in sessions if s.lost},
         "requests": {"ok": req["ok"], "failed": req["failed"]},
         "request_errors": [k for k in req if k.startswith("error")][:5],
         "app": app,
+        # the app's batch calls (through the work queue's thread) and the faults among them,
+        # over the whole run, warm-up included
+        "app_model": {
+            "batch_calls": model.flaky.shared["calls"],
+            "faults": model.flaky.shared["faults"],
+        },
         "before": base,
         "after": end,
         "growth": growth,
@@ -460,6 +609,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     result["ok"] = bool(
         not lost
         and not result["unexpected"]
+        and not worker_problems
         and req["failed"] == 0
         and req["ok"] > 0
         and not app["problems"]
@@ -477,19 +627,47 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--duration", type=float, default=180.0, help="seconds (a bound, not a target)")
-    p.add_argument("--max-explains", type=int, default=2000)
+    p.add_argument(
+        "--duration", type=float, default=180.0, help="seconds (a bound, not a target; time mode)"
+    )
+    p.add_argument("--max-explains", type=int, default=2000, help="shared budget (time mode)")
+    p.add_argument(
+        "--explains-per-session",
+        type=int,
+        help="bound the run by work instead of time: exactly this many Explains per session "
+        "in each measured half (--duration and --max-explains then do not apply)",
+    )
+    p.add_argument(
+        "--hang-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for a phase's worker threads, once the rest of the phase is "
+        "done, before reporting them as hung",
+    )
     p.add_argument("--sessions", type=int, default=4)
     p.add_argument("--samples", type=int, default=60)
     p.add_argument("--cancel-rate", type=float, default=0.15)
     p.add_argument("--reload-rate", type=float, default=0.05)
     p.add_argument("--app-sessions", type=int, default=2)
     p.add_argument("--app-rounds", type=int, default=10)
-    p.add_argument("--warmup-explains", type=int, default=60)
+    p.add_argument(
+        "--warmup-explains", type=int, default=60, help="in all (work mode: split over sessions)"
+    )
     p.add_argument("--max-rss-growth", type=float, default=64.0, help="MiB")
     p.add_argument("--max-tensor-growth", type=int, default=16)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "soak.json"))
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    work = args.explains_per_session
+    if work is not None and work < 1:
+        p.error("--explains-per-session must be at least 1")
+    if work is not None and work * args.sessions <= args.max_tensor_growth:
+        # A leak of one tensor per Explain must show as more growth than the allowance.
+        p.error(
+            f"--explains-per-session {work} x --sessions {args.sessions} must exceed "
+            f"--max-tensor-growth {args.max_tensor_growth}: with fewer Explains in the measured "
+            "half, a leak of one tensor per Explain would pass the live-tensor check"
+        )
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -497,7 +675,8 @@ def main(argv: list[str] | None = None) -> int:
     res = run(args)
     o = res["outcomes"]
     print(
-        f"soak: {res['explains']} Explains in {res['duration_s']} s over {res['sessions']} sessions "
+        f"soak ({res['mode']} mode): {res['explains']} Explains in {res['duration_s']} s over "
+        f"{res['sessions']} sessions "
         f"(ok {o.get('ok', 0)}, model errors {o.get('model_error', 0)}, cancelled "
         f"{o.get('cancelled', 0)}), {res['reloads']} reloads; other requests ok "
         f"{res['requests']['ok']}, failed {res['requests']['failed']}; app {res['app']['outcomes']}"
@@ -508,6 +687,8 @@ def main(argv: list[str] | None = None) -> int:
         f"threads {g['threads']:+d}, live tensors {g['live_tensors']:+d}; lost sessions "
         f"{len(res['lost_sessions'])}; unexpected {len(res['unexpected']) + len(res['app']['problems'])}"
     )
+    for problem in res["unexpected"] + res["app"]["problems"]:
+        print(f"  {problem}")
     print("PASS" if res["ok"] else "FAIL")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
