@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import io
 import json
 import re
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from bad_files import BAD_IMAGES, encode, export, good_image, write_bad_files
+from bad_files import BAD_IMAGES, JSON_BAD, doc_with, encode, export, good_image, write_bad_files
 from bad_files import explanation_doc as make_explanation_doc
 from conftest import image_uploader
 from PIL import Image
@@ -25,8 +24,6 @@ from streamlit.testing.v1 import AppTest
 from toys import ChannelMeans
 
 import limecraft_core as lc
-from limecraft_core import Explanation
-from limecraft_core._validate import MAX_PIXELS
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -44,94 +41,12 @@ def files(tmp_path_factory):
     return write_bad_files(tmp_path_factory.mktemp("bad"))
 
 
-# ----------------------------------------------------------------------------- session JSON
+# ----------------------------------------------------------------------------- the app
 
 
 @pytest.fixture(scope="module")
 def explanation_doc() -> dict:
     return make_explanation_doc()
-
-
-def _with(doc: dict, path: tuple, value) -> str:
-    d = json.loads(json.dumps(doc))
-    node = d
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return json.dumps(d)
-
-
-JSON_BAD = [
-    ("not json", lambda d: "{'format': 1}"),
-    ("a list", lambda d: "[1, 2, 3]"),
-    ("wrong format", lambda d: _with(d, ("format",), "pickle")),
-    ("future version", lambda d: _with(d, ("format_version",), 99)),
-    ("segments missing", lambda d: json.dumps({k: v for k, v in d.items() if k != "segments"})),
-    (
-        "segments pickled",
-        lambda d: _with(
-            d, ("segments", "data"), _npz_b64(np.array([{"a": 1}], dtype=object), allow=True)
-        ),
-    ),
-    (
-        "segments with gaps",
-        lambda d: _with(d, ("segments", "data"), _npz_b64(np.full((48, 64), 3, np.int32))),
-    ),
-    (
-        "segments 3-D",
-        lambda d: _with(d, ("segments", "data"), _npz_b64(np.zeros((2, 2, 2), np.int32))),
-    ),
-    ("weights as text", lambda d: _with(d, ("classes", 0, "weights"), ["__import__('os')"] * 4)),
-    ("weights too few", lambda d: _with(d, ("classes", 0, "weights"), [1.0])),
-    ("region name not text", lambda d: _with(d, ("regions", 0, "name"), {"$eval": "1"})),
-    ("settings not an object", lambda d: _with(d, ("settings",), "rm -rf /")),
-    ("trust nested too deep", lambda d: _with(d, ("stability",), json.loads("[" * 20 + "]" * 20))),
-]
-
-
-def _npz_b64(a: np.ndarray, allow: bool = False) -> str:
-    import base64
-
-    buf = io.BytesIO()
-    np.savez_compressed(buf, a=a) if not allow else np.savez(buf, a=a)
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-@pytest.mark.parametrize(("case", "make"), JSON_BAD, ids=[r[0] for r in JSON_BAD])
-def test_session_json_is_validated_and_refused(explanation_doc, case, make):
-    with pytest.raises(lc.LimecraftError):
-        Explanation.from_json(make(explanation_doc))
-
-
-def test_session_json_text_is_data_never_evaluated(explanation_doc):
-    marker = "__import__('os').system('touch /nonexistent')"
-    text = _with(explanation_doc, ("classes", 0, "label"), marker)
-    ex = Explanation.from_json(_with(json.loads(text), ("regions", 0, "name"), marker))
-    assert ex.class_labels[0] == marker and ex.region_names[0] == marker
-    # settings follow the schema: text where a setting should be is refused as a value, not run
-    with pytest.raises(lc.LimecraftError, match="unknown setting 'note'"):
-        Explanation.from_json(_with(explanation_doc, ("settings", "sampling", "note"), marker))
-    with pytest.raises(lc.LimecraftError, match="fill must be one of"):
-        Explanation.from_json(_with(explanation_doc, ("settings", "fill", "fill"), marker))
-
-
-@pytest.mark.parametrize("case", ["deep", "infinity"])
-def test_session_json_hostile_numbers_and_nesting(explanation_doc, case):
-    text = (
-        "[" * 100_000 if case == "deep" else _with(explanation_doc, ("classes", 0, "index"), 1e400)
-    )
-    with pytest.raises(lc.LimecraftError):
-        Explanation.from_json(text)
-
-
-def test_session_json_segments_bomb_is_refused_before_decompressing(explanation_doc):
-    big = np.zeros((1, MAX_PIXELS + 1), np.int8)  # 50 MB of zeros, about 50 kB compressed
-    text = _with(explanation_doc, ("segments", "data"), _npz_b64(big))
-    with pytest.raises(lc.LimecraftError, match=f"{MAX_PIXELS:,}"):
-        Explanation.from_json(text)
-
-
-# ----------------------------------------------------------------------------- the app
 
 
 def app_state(at):
@@ -244,7 +159,7 @@ def test_app_bad_restore_is_an_in_page_error(at, explanation_doc, case):
     if case == "deep":
         text = "[" * 100_000
     elif case == "infinity":
-        text = _with(explanation_doc, ("classes", 0, "index"), 1e400)
+        text = doc_with(explanation_doc, ("classes", 0, "index"), 1e400)
     elif case == "wrong image":
         text = json.dumps(explanation_doc)  # made for a 64x48 image
     else:
