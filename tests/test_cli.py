@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from bad_files import BAD_IMAGES, write_bad_files
 from PIL import Image
 from toys import ChannelMeans
 
@@ -331,3 +333,161 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path):
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "not an image" in r.stderr
+
+
+# ----------------------------------------------------------------------------- bad inputs
+# The shared battery of bad files (tests/bad_files.py) and every parameter out of its range.
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    """The battery's folder, written once for this module (a few seconds of torch.export)."""
+    return write_bad_files(tmp_path_factory.mktemp("bad"))
+
+
+# Each row: id, the arguments after ``explain IMAGE --out OUT`` (IMAGE defaults to good.png),
+# and a regular expression the one-line message must match.
+CLI_BAD = [
+    *[(f"image-{n}", ["--image", f"{n}.png"], m) for n, (_, m) in BAD_IMAGES.items()],
+    ("image-missing", ["--image", "nope.png"], "does not exist"),
+    ("image-folder", ["--image", "."], "folder"),
+    ("mask-wrong-size", ["--regions-mask", "small_mask.png"], "width and height"),
+    ("mask-not-an-image", ["--regions-mask", "not-an-image.png"], "not an image"),
+    ("mask-empty-file", ["--regions-mask", "empty.png"], "empty"),
+    ("label-map-wrong-size", ["--segments-file", "small.npy"], "width and height"),
+    ("label-map-float", ["--segments-file", "float.npy"], "integer"),
+    ("label-map-pickled-objects", ["--segments-file", "objects.npy"], r"plain \.npy"),
+    (
+        "label-map-and-mask",
+        ["--segments-file", "small.npy", "--regions-mask", "small_mask.png"],
+        "either|width and height",
+    ),
+    ("labels-not-utf8", ["--labels", "labels_bad.txt"], "UTF-8"),
+    ("labels-empty", ["--labels", "labels_empty.txt"], "no class names"),
+    ("model-pickle", ["--model", "evil.pt"], "refused"),
+    ("model-fake-torchscript", ["--model", "evil_ts.pt"], "TorchScript|refused"),
+    ("model-junk", ["--model", "junk.pt2"], r"torch\.export"),
+    ("model-missing", ["--model", "nope.pt2"], "does not exist"),
+    ("model-unknown-name", ["--model", "nonesuch"], "unknown model"),
+    ("model-returns-nan", ["--model", "nan.pt2"], "NaN"),
+    ("model-wrong-shape", ["--model", "flat.pt2"], r"shape \(N, C\)"),
+    ("onnx-truncated", ["--model", "truncated.onnx"], "not an ONNX model|onnxruntime"),
+    ("onnx-not-onnx", ["--model", "text.onnx"], "not an ONNX model"),
+    ("onnx-a-pickle", ["--model", "pickle.onnx"], "not an ONNX model"),
+    ("onnx-wrong-rank", ["--model", "rank3.onnx"], "rank-3 input"),
+    ("onnx-opset-too-new", ["--model", "opset999.onnx"], "opset 999"),
+    ("onnx-size-not-the-graphs", ["--model", "means.onnx", "--input-size", "16"], "8x8 inputs"),
+    ("onnx-range-on-torch", ["--input-range", "0-255"], r"\.onnx model files only"),
+    ("timm-unknown-name", ["--model", "timm:no_such_model_at_all"], "timm"),
+    ("hf-missing-folder", ["--model", "hf:./no/such/folder"], "folder|not found|does not exist"),
+    ("hf-pickle-only", ["--model", "hf:hf_bin_only"], "safetensors|safe_serialization"),
+    # parameters: every message names the valid range
+    ("samples-too-few", ["--samples", "5"], r"samples must be in \[10, 200000\]"),
+    ("samples-too-many", ["--samples", "300000"], r"samples must be in \[10, 200000\]"),
+    ("samples-zero", ["--samples", "0"], r"samples must be in \[10, 200000\], got 0"),
+    ("samples-text", ["--samples", "many"], "--samples: cannot read 'many'"),
+    ("seed-negative", ["--seed", "-1"], r"seed must be in \[0, "),
+    ("kernel-width-zero", ["--kernel-width", "0"], "> 0"),
+    ("kernel-width-nan", ["--kernel-width", "nan"], r"kernel_width must be > 0.*, got nan"),
+    ("kernel-widths-negative", ["--kernel-widths", "0.25,-1"], ">= 0|> 0"),
+    ("ridge-alpha-negative", ["--ridge-alpha", "-1"], r"ridge_alpha must be in \[0, 1000000\]"),
+    ("ridge-alpha-huge", ["--ridge-alpha", "1e7"], r"ridge_alpha must be in \[0, 1000000\]"),
+    ("top-labels-zero", ["--top-labels", "0"], r"top_labels must be in \[1, 100\], got 0"),
+    ("top-labels-too-many", ["--top-labels", "101"], r"top_labels must be in \[1, 100\]"),
+    ("batch-size-zero", ["--batch-size", "0"], r"batch_size must be in \[1, 65536\], got 0"),
+    ("batch-size-huge", ["--batch-size", "100000"], r"batch_size must be in \[1, 65536\]"),
+    ("n-segments-huge", ["--n-segments", "6000"], r"n_segments must be in \[1, 5000\]"),
+    (
+        "inner-segments-huge",
+        ["--regions-mask", "mask.png", "--inner-segments", "2000"],
+        r"inner_segments must be in \[1, 1000\]",
+    ),
+    (
+        "outer-segments-huge",
+        ["--regions-mask", "mask.png", "--outer-segments", "6000"],
+        r"outer_segments must be in \[1, 5000\]",
+    ),
+    ("input-size-small", ["--input-size", "3"], r"input_size must be in \[8, 4096\]"),
+    ("input-size-huge", ["--input-size", "5000"], r"input_size must be in \[8, 4096\]"),
+    ("mask-expansion-huge", ["--mask-expansion", "65"], r"mask_expansion must be in \[0, 64\]"),
+    ("mask-expansion-negative", ["--mask-expansion", "-1"], r"mask_expansion must be in \[0, 64\]"),
+    ("repeats-huge", ["--repeats", "51"], r"repeats must be in \[1, 50\]"),
+    ("convergence-without-repeats", ["--convergence", "20"], "repeats >= 2"),
+    (
+        "convergence-size-small",
+        ["--repeats", "2", "--convergence", "5"],
+        r"convergence size must be in \[10, ",
+    ),
+    ("convergence-text", ["--convergence", "a,b"], "--convergence: cannot read 'a,b'"),
+    ("target-out-of-range", ["--target", "99"], r"target must be in \[0, 3\]"),
+    ("target-negative", ["--target", "-1"], r"target must be in \[0, 2147483647\], got -1"),
+    ("fill-bad-colour", ["--fill", "#12345"], "fill must be one of"),
+    ("compare-fills-bad", ["--compare-fills", "plaid"], "compare_fills entry must be one of"),
+    ("segmentation-unknown", ["--segmentation", "kmeans"], "invalid choice"),
+    ("top-k-zero", ["--top-k", "0"], "at least 1"),
+    ("device-unknown", ["--device", "tpu"], "invalid choice"),
+]
+
+
+def run_main(argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's own refusals
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("case", "extra", "match"), CLI_BAD, ids=[r[0] for r in CLI_BAD])
+def test_cli_bad_input_exits_2_with_one_line(bad_files, capsys, case, extra, match):
+    d = bad_files
+    extra = list(extra)
+    image = "good.png"
+    if "--image" in extra:
+        i = extra.index("--image")
+        image = extra[i + 1]
+        del extra[i : i + 2]
+    # file arguments are relative to the battery's folder
+    for flag in ("--regions-mask", "--segments-file", "--labels", "--model"):
+        if flag in extra:
+            i = extra.index(flag) + 1
+            if extra[i].startswith("hf:") and not extra[i].startswith("hf:./"):
+                extra[i] = "hf:" + str(d / extra[i][3:])  # a folder in the battery's folder
+            elif extra[i] != "nonesuch" and not extra[i].startswith(("timm:", "hf:")):
+                extra[i] = str(d / extra[i])
+    argv = ["explain", str(d / image), "--out", str(d / f"out-{case}"), "--quiet"]
+    if "--model" not in extra:
+        argv += ["--model", str(d / "toy.pt2")]
+    if "--samples" not in extra:
+        argv += ["--samples", "20"]
+    if "--segmentation" not in extra:
+        argv += ["--segmentation", "grid"]
+    if "--n-segments" not in extra:
+        argv += ["--n-segments", "4"]
+    code, err = run_main([*argv, *extra], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2, (code, err)
+    assert len(lines) == 1, err
+    assert lines[0].startswith("limecraft: error:"), lines[0]
+    assert "Traceback" not in err
+    assert re.search(match, lines[0]), lines[0]
+    assert not (d / "pwned.txt").exists()
+
+
+def test_cli_subprocess_bad_files_have_no_traceback(bad_files):
+    """Through the real entry point: a bomb and a booby-trapped model, one line each."""
+    files = bad_files
+    for args in (
+        [str(files / "decompression-bomb.png")],
+        [str(files / "good.png"), "--model", str(files / "evil.pt")],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "limecraft_core", "explain", *args, "--out", str(files / "o")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+        )
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not (files / "pwned.txt").exists()

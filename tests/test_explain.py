@@ -1,11 +1,14 @@
 import contextlib
 import io
 import itertools
+import json
 import warnings
 
 import numpy as np
 import pytest
 import torch
+from bad_files import JSON_BAD, doc_with, npz_b64
+from bad_files import explanation_doc as make_explanation_doc
 from scipy.stats import spearmanr
 from toys import ChannelMeans, LinearPixels
 
@@ -19,6 +22,7 @@ from limecraft_core import (
     make_fill,
     segment,
 )
+from limecraft_core._validate import MAX_PIXELS
 
 
 def grid_labels(h, w, rows, cols):
@@ -199,6 +203,51 @@ def test_json_round_trip(photo):
 )
 def test_from_json_refuses_garbage(text):
     with pytest.raises(LimecraftError):
+        Explanation.from_json(text)
+
+
+# ----------------------------------------------------------------------------- bad session JSON
+# Hostile and broken documents (tests/bad_files.py): refused with a LimecraftError, never run.
+
+
+@pytest.fixture(scope="module")
+def explanation_doc() -> dict:
+    return make_explanation_doc()
+
+
+@pytest.mark.parametrize(("case", "make"), JSON_BAD, ids=[r[0] for r in JSON_BAD])
+def test_session_json_is_validated_and_refused(explanation_doc, case, make):
+    with pytest.raises(LimecraftError):
+        Explanation.from_json(make(explanation_doc))
+
+
+def test_session_json_text_is_data_never_evaluated(explanation_doc):
+    marker = "__import__('os').system('touch /nonexistent')"
+    text = doc_with(explanation_doc, ("classes", 0, "label"), marker)
+    ex = Explanation.from_json(doc_with(json.loads(text), ("regions", 0, "name"), marker))
+    assert ex.class_labels[0] == marker and ex.region_names[0] == marker
+    # settings follow the schema: text where a setting should be is refused as a value, not run
+    with pytest.raises(LimecraftError, match="unknown setting 'note'"):
+        Explanation.from_json(doc_with(explanation_doc, ("settings", "sampling", "note"), marker))
+    with pytest.raises(LimecraftError, match="fill must be one of"):
+        Explanation.from_json(doc_with(explanation_doc, ("settings", "fill", "fill"), marker))
+
+
+@pytest.mark.parametrize("case", ["deep", "infinity"])
+def test_session_json_hostile_numbers_and_nesting(explanation_doc, case):
+    text = (
+        "[" * 100_000
+        if case == "deep"
+        else doc_with(explanation_doc, ("classes", 0, "index"), 1e400)
+    )
+    with pytest.raises(LimecraftError):
+        Explanation.from_json(text)
+
+
+def test_session_json_segments_bomb_is_refused_before_decompressing(explanation_doc):
+    big = np.zeros((1, MAX_PIXELS + 1), np.int8)  # 50 MB of zeros, about 50 kB compressed
+    text = doc_with(explanation_doc, ("segments", "data"), npz_b64(big))
+    with pytest.raises(LimecraftError, match=f"{MAX_PIXELS:,}"):
         Explanation.from_json(text)
 
 

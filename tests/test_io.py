@@ -1,7 +1,9 @@
 import io
+import struct
 
 import numpy as np
 import pytest
+from bad_files import BAD_IMAGES
 from PIL import Image
 
 from limecraft_core import LimecraftError
@@ -64,6 +66,17 @@ def test_exif_orientation_is_applied():
 def test_bad_images_are_refused(data, match):
     with pytest.raises(LimecraftError, match=match):
         decode_image(data)
+
+
+def test_the_bad_images_are_what_they_claim():
+    """The shared battery (``bad_files.BAD_IMAGES``) is honest: each bad file fails for the
+    reason its row names."""
+    data, _ = BAD_IMAGES["decompression-bomb"]
+    assert len(data) < 100_000
+    assert struct.unpack(">II", BAD_IMAGES["too-many-pixels"][0][16:24]) == (20_000, 20_000)
+    for data, match in BAD_IMAGES.values():
+        with pytest.raises(LimecraftError, match=match):
+            decode_image(data)
 
 
 def test_read_image_from_disk_and_missing_file(tmp_path):

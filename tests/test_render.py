@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from bad_files import good_image
 
 from limecraft_core import LimecraftError, boundaries, delta_map, heatmap, region_map, top_regions
 from limecraft_core.render import NEGATIVE, POSITIVE, colorbar, diverging_colors
@@ -323,3 +324,12 @@ def test_heatmap_and_delta_map_read_as_colour_not_grey(photo, picture):
         assert sat.mean() > 0.8 * base.mean()  # the rest keeps its colours: no grey wash
         weak = labels == int(np.argmin(np.abs(w)))
         assert np.abs(out[weak].astype(int) - photo[weak]).mean() < 8  # near zero: the photo
+
+
+def test_heatmap_draws_missing_values_as_neutral():
+    """A restored explanation may hold null deltas (NaN): drawn neutral, never a crash."""
+    img = good_image()
+    lab = np.repeat(np.arange(4), img.shape[0] * img.shape[1] // 4).reshape(img.shape[:2])
+    hm = delta_map(img, lab, np.array([np.nan, 1.0, -1.0, 0.0]))
+    zero = delta_map(img, lab, np.array([0.0, 1.0, -1.0, 0.0]))
+    assert np.array_equal(hm.image, zero.image) and hm.vmax == 1.0
