@@ -37,7 +37,9 @@ T = 120_000
 _POLL_MS = 20
 _EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN  # cut short by the next run: not the end of the work
 WIDE, NARROW = 1400, 800
-_PRINT = bool(os.environ.get("LIMECRAFT_E2E_RUNS"))  # print every run and request (pytest -s)
+# Debugging (pytest -s): LIMECRAFT_E2E_RUNS=1 prints every run and request; =<pattern> also
+# the values of the widgets whose id matches the pattern.
+_PRINT = os.environ.get("LIMECRAFT_E2E_RUNS", "")
 expect.set_options(timeout=60_000)  # what the page shows, once the run is over: retried this long
 
 
@@ -126,8 +128,12 @@ class Runs:
         except Exception:
             values = {}
         self.sent.append((self.seq, values))
+        shown = ""
+        if _PRINT not in ("", "1"):
+            shown = " " + str({i[-30:]: v for i, v in values.items() if re.search(_PRINT, i)})
         self._note(
             f"sent rerun ({msg.rerun_script.page_name or 'same page'}, {len(values)} widgets)"
+            + shown
         )
 
     # ------------------------------------------------------------------------- waiting
@@ -279,15 +285,17 @@ def choose(page: Page, label: str, option: str, *, exact: bool = True) -> None:
     rerun(page, lambda: page.get_by_role("option", name=option, exact=exact).click(), what=option)
 
 
-def enter(page: Page, box, value: object, key: str = "Enter") -> None:
-    """Type ``value`` into a text or number box and commit it (Enter, or Tab to leave it)."""
+def enter(page: Page, box, value: object, key: str = "Enter", *, shown: bool = True) -> None:
+    """Type ``value`` into a text or number box and commit it (Enter, or Tab to leave it);
+    ``shown``: the box then shows it (False where the rerun may fold the box away)."""
 
     def act() -> None:
         box.fill(str(value))
         box.press(key)
 
     rerun(page, act, what=f"typing {value}")
-    expect(box).to_have_value(str(value))
+    if shown:
+        expect(box).to_have_value(str(value))
 
 
 def click(page: Page, locator, *, timeout: float = T, new: Iterable[str] = ()) -> None:
