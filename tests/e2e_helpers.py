@@ -279,10 +279,21 @@ def goto(page: Page, title: str) -> None:
     expect(page.locator("h1").filter(has_text=heading).first).to_be_visible()
 
 
+def pick(page: Page, option) -> None:
+    """Click ``option`` in an open select box's list: a rerun, unless it is the option
+    already chosen (then the list is closed, and nothing changes)."""
+    expect(option).to_be_visible()
+    if option.get_attribute("aria-selected") == "true":
+        page.keyboard.press("Escape")
+        expect(option).to_be_hidden()
+    else:
+        rerun(page, option.click, what=f"choosing {option}")
+
+
 def choose(page: Page, label: str, option: str, *, exact: bool = True) -> None:
     """Pick ``option`` in the select box labelled ``label``."""
     page.get_by_label(label).click()
-    rerun(page, lambda: page.get_by_role("option", name=option, exact=exact).click(), what=option)
+    pick(page, page.get_by_role("option", name=option, exact=exact))
 
 
 def enter(page: Page, box, value: object, key: str = "Enter", *, shown: bool = True) -> None:
