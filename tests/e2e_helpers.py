@@ -298,7 +298,11 @@ def choose(page: Page, label: str, option: str, *, exact: bool = True) -> None:
 
 def enter(page: Page, box, value: object, key: str = "Enter", *, shown: bool = True) -> None:
     """Type ``value`` into a text or number box and commit it (Enter, or Tab to leave it);
-    ``shown``: the box then shows it (False where the rerun may fold the box away)."""
+    ``shown``: the box then shows it (False where the rerun may fold the box away). The value
+    the box already has sends no rerun (nothing changed): then nothing is typed."""
+    expect(box).to_be_visible()
+    if box.input_value() == str(value):
+        return
 
     def act() -> None:
         box.fill(str(value))
