@@ -23,10 +23,6 @@ def shot(page, name: str) -> None:
     _shot(page, f"e2e-{name}")
 
 
-goto_page = goto  # test_e2e_flows and test_e2e_audit import it from here
-from test_e2e_views import wait_idle  # noqa: E402, F401 (for them, until they are converted)
-
-
 def test_the_whole_analyst_flow(page, app_url):
     open_app(page, app_url, height=HEIGHT)
     expect(page.locator("h1")).to_have_text("LIMEcraft")
