@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import threading
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -338,9 +339,15 @@ def settings_key(config: ExplainConfig, model: dict[str, Any], top_k: int) -> st
 
 
 def _atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    # A temporary name of this writer's own: a stopped audit run and the page's next run write
+    # the same audit.json at once (audits.write_findings), and with one shared name the second
+    # os.replace found the first one's file gone (FileNotFoundError on Cancel).
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _jpeg(image: np.ndarray, side: int = THUMB_SIDE) -> bytes:

@@ -205,3 +205,11 @@ def browser_context_args(browser_context_args):
 def image_uploader(at):
     """The sidebar's image uploader in an AppTest (its key changes after every upload)."""
     return next(u for u in at.sidebar.file_uploader if u.key.startswith("image_upload"))
+
+
+@pytest.fixture
+def page(page):
+    """pytest-playwright's page, its Streamlit script runs read from the start (e2e_helpers)."""
+    from e2e_helpers import track
+
+    return track(page)

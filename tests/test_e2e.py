@@ -7,52 +7,31 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ARTIFACTS
-from test_e2e_fast import early_stop_off
+from e2e_helpers import CANVAS, choose, click, early_stop_off, enter, goto, open_app, rerun
+from e2e_helpers import shot as _shot
+from playwright.sync_api import expect
 
 from models.samples import load_sample, sample_names
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 COORDS = 'iframe[title="streamlit_image_coordinates.streamlit_image_coordinates"]'
+HEIGHT = 1100
 
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"e2e-{name}.png"), full_page=True)
-
-
-def goto_page(page, title: str) -> None:
-    page.get_by_role("link", name=title).click()
-    page.wait_for_selector(
-        f"h1:has-text('{title if title != 'Explain' else 'LIMEcraft'}')", timeout=30000
-    )
-
-
-def wait_idle(page, timeout: int = 60000) -> None:
-    """Wait until Streamlit has finished rerunning (its status widget disappears)."""
-    page.wait_for_timeout(400)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
-    )
-
-
-def choose(page, label: str, option: str) -> None:
-    page.get_by_label(label).click()
-    page.get_by_role("option", name=option).click()
-    wait_idle(page)
+    _shot(page, f"e2e-{name}")
 
 
 def test_the_whole_analyst_flow(page, app_url):
-    page.goto(app_url)
-    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
-    wait_idle(page)
+    open_app(page, app_url, height=HEIGHT)
+    expect(page.locator("h1")).to_have_text("LIMEcraft")
     shot(page, "1-open")
 
     # --- craft: draw a rectangle around the demo image's tag
-    goto_page(page, "Craft regions")
+    goto(page, "Craft regions")
     canvas = page.locator("canvas.upper-canvas")
-    canvas.wait_for(timeout=30000)
+    expect(canvas).to_be_visible()
     choose(page, "Drawing tool", "rectangle")
     sample = load_sample(sample_names()[0])
     ys, xs = np.nonzero(sample.tag_mask)
@@ -61,82 +40,73 @@ def test_the_whole_analyst_flow(page, app_url):
     sx, sy = box["width"] / w, box["height"] / h
     x0, y0 = box["x"] + (xs.min() - 2) * sx, box["y"] + (ys.min() - 2) * sy
     x1, y1 = box["x"] + (xs.max() + 3) * sx, box["y"] + (ys.max() + 3) * sy
-    page.mouse.move(x0, y0)
-    page.mouse.down()
-    page.mouse.move(x1, y1, steps=12)
-    page.mouse.up()
+
+    def draw() -> None:
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        page.mouse.move(x1, y1, steps=12)
+        page.mouse.up()
+
+    rerun(page, draw, what="drawing a rectangle")  # the canvas sends it: a rerun
     page.mouse.move(5, 5)  # away from the canvas toolbar
-    page.wait_for_timeout(800)
-    page.get_by_label("Name of the next region").fill("tag")
-    page.get_by_label("Name of the next region").press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Add as region").click()
-    wait_idle(page)
-    page.wait_for_selector("input[value='tag']", timeout=30000)
+    enter(page, page.get_by_label("Name of the next region"), "tag")
+    # the region is added, and the next region's fresh canvas reports its size (a rerun)
+    click(page, page.get_by_role("button", name="Add as region"), new=[CANVAS])
+    expect(page.locator("input[value='tag']")).to_be_visible()
     shot(page, "2-drawn")
 
     # --- craft: click two superpixels and merge them
     frame = page.frame_locator(COORDS).locator("#image")
-    frame.wait_for(timeout=30000)
+    expect(frame).to_be_visible()
     ib = frame.bounding_box()
     for fx, fy in ((0.08, 0.08), (0.08, 0.30)):
-        frame.click(position={"x": ib["width"] * fx, "y": ib["height"] * fy})
-        wait_idle(page)
+        pos = {"x": ib["width"] * fx, "y": ib["height"] * fy}
+        rerun(page, lambda pos=pos: frame.click(position=pos), what="picking a superpixel")
     merge = page.get_by_role("button", name=re.compile(r"Merge selected \(2\)"))
-    merge.wait_for(timeout=30000)
+    expect(merge).to_be_enabled()
     caption = page.get_by_text(re.compile(r"^\d+ regions; the ids match"))
     before = int(caption.inner_text().split()[0])
-    merge.click()
-    wait_idle(page)
-    page.wait_for_function(
-        f"() => [...document.querySelectorAll('p')].some(p => /^{before - 1} regions; the ids match/.test(p.innerText))",
-        timeout=30000,
-    )
+    click(page, merge)
+    expect(page.get_by_text(re.compile(rf"^{before - 1} regions; the ids match"))).to_be_visible()
     shot(page, "3-merged")
 
     # --- explain
-    goto_page(page, "Explain")
-    page.get_by_role("button", name="Explain", exact=True).click()
-    page.wait_for_selector("text=surrogate fidelity", timeout=180000)
-    wait_idle(page)
+    goto(page, "Explain")
+    click(page, page.get_by_role("button", name="Explain", exact=True), timeout=180_000)
+    expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
     # the overlay with its legend, and the weights chart of the explained class
-    assert page.get_by_text(re.compile(r"^Weights for \w+")).first.is_visible()
-    assert page.get_by_text("Top k for and k against").is_visible()
+    expect(page.get_by_text(re.compile(r"^Weights for \w+")).first).to_be_visible()
+    expect(page.get_by_text("Top k for and k against")).to_be_visible()
     shot(page, "4-explained")
 
     # --- inspect: move the tag region and watch the prediction change
-    goto_page(page, "Inspect")
+    goto(page, "Inspect")
     summary = page.get_by_text(re.compile(r"^Top class:"))
-    summary.wait_for(timeout=30000)
-    assert "(+0.000)" in summary.inner_text()  # nothing edited yet
-    page.get_by_text("move", exact=True).click()
-    page.get_by_text("Right (px)").wait_for(timeout=30000)
-    slider = page.get_by_role("slider").first
+    expect(summary).to_contain_text("(+0.000)")  # nothing edited yet
+    click(page, page.get_by_text("move", exact=True))
+    expect(page.get_by_text("Right (px)")).to_be_visible()
+    slider = page.locator('input[type=range][aria-label="Right (px)"]')
     slider.focus()
-    for _ in range(30):
-        slider.press("ArrowLeft")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('input[type=range][aria-label=\"Right (px)\"]')]"
-        ".some(e => e.value === '-30')",
-        timeout=30000,
-    )
-    # the rerun for the last value has finished when the summary shows a real change
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('p')].some(p => p.innerText.startsWith('Top class:')"
-        " && Math.abs(parseFloat((p.innerText.match(/\\(([+-][0-9.]+)\\)/) || [0, 0])[1])) >= 0.001)",
-        timeout=60000,
-    )
+
+    def thirty_left() -> None:
+        for _ in range(30):
+            slider.press("ArrowLeft")
+
+    # one rerun per key press: wait for the run of the last one (the value -30)
+    rerun(page, thirty_left, values={r"e_dx-\d+": [-30]}, what="moving the region 30 px left")
+    expect(slider).to_have_value("-30")
+    expect(summary).not_to_contain_text("(+0.000)")
     text = summary.inner_text()
     change = float(re.search(r"\(([+-][0-9.]+)\)", text).group(1))
     assert abs(change) > 1e-3, text
-    page.get_by_role("button", name="Apply edit").click()
-    page.get_by_text("Applied edits").wait_for(timeout=30000)
+    click(page, page.get_by_role("button", name="Apply edit"))
+    expect(page.get_by_text("Applied edits")).to_be_visible()
     shot(page, "5-inspect")
 
     # --- export: download the report
-    goto_page(page, "Export")
+    goto(page, "Export")
     with page.expect_download() as dl:
-        page.get_by_role("button", name="Report (HTML)").click()
+        click(page, page.get_by_role("button", name="Report (HTML)"))
     with open(dl.value.path(), encoding="utf-8") as f:
         html = f.read()
     assert "LIMEcraft report" in html and "tag" in html and "move region" in html
@@ -144,60 +114,113 @@ def test_the_whole_analyst_flow(page, app_url):
 
 
 def test_explain_shows_progress_and_can_be_cancelled(page, app_url):
-    page.goto(app_url)
-    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
-    wait_idle(page)  # the first run's width probe reruns once; a value typed during it is lost
-    page.get_by_text("Settings").click()
+    open_app(page, app_url, height=HEIGHT)
+    page.get_by_text("Settings").click()  # an expander: no rerun
     samples = page.get_by_role("spinbutton", name="Samples", exact=True)
-    samples.fill("20000")
-    samples.press("Enter")
-    wait_idle(page)
-    assert samples.input_value() == "20000"
+    enter(page, samples, 20000)
     early_stop_off(page)  # the demo image would be stable after a few hundred samples
-    page.get_by_role("button", name="Explain", exact=True).click()
+    page.get_by_role("button", name="Explain", exact=True).click()  # a long run: not waited for
     # one steady line: passes done, then the time left once a few passes are timed
     # the time left reads "about 40 s left" or "about 4 min left", as the machine allows
-    page.get_by_text(re.compile(r"\d+/\d+ model passes · about \d+ (s|min) left")).wait_for(
-        timeout=60000
-    )
+    expect(
+        page.get_by_text(re.compile(r"\d+/\d+ model passes · about \d+ (s|min) left"))
+    ).to_be_visible()
     shot(page, "7-progress")
-    page.get_by_role("button", name="Cancel").click()
-    page.get_by_text("Explain was cancelled").wait_for(timeout=60000)
-    assert not page.get_by_text("surrogate fidelity").is_visible()
+    # Cancel stops the Explain's run; the run it starts says so
+    click(page, page.get_by_role("button", name="Cancel"))
+    expect(page.get_by_text("Explain was cancelled")).to_be_visible()
+    expect(page.get_by_text("surrogate fidelity")).to_be_hidden()
     shot(page, "8-cancelled")
 
 
 def test_trust_page_in_the_browser(page, app_url):
-    page.goto(app_url)
-    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
-    goto_page(page, "Trust")
-    samples = page.get_by_role("spinbutton", name="Samples", exact=True)
-    samples.fill("300")
-    samples.press("Enter")
-    page.wait_for_timeout(1000)
-    page.get_by_role("button", name="Check the explanation").click()
-    page.get_by_text(re.compile(r"over \d+ repeats")).first.wait_for(timeout=180000)
+    """Trust on the demo image: the verdict and the numbers of every check, as the page shows
+    them."""
+    open_app(page, app_url, height=HEIGHT)
+    goto(page, "Trust")
+    enter(page, page.get_by_role("spinbutton", name="Samples", exact=True), 300)
+    check = page.get_by_role("button", name="Check the explanation")
+    click(page, check, timeout=300_000)
+    # what ran: the class, the regions, the samples times the 5 repeats
+    expect(
+        page.get_by_text(
+            re.compile(r"^\w+ \(class \d+\) · \d+ regions · \d+ samples × 5 repeats · [\d.]+ s$")
+        )
+    ).to_be_visible()
+    # the verdict, as a heading, and the sentence that says why, with the same verdict
+    heading = page.get_by_role("heading", name=re.compile(r"^(stable|borderline|unstable) over 5"))
+    expect(heading).to_be_visible()
+    verdict = heading.inner_text().split()[0]
+    expect(
+        page.get_by_text(re.compile(rf"^{verdict.capitalize()}: .*\d+ repeats", re.S)).first
+    ).to_be_visible()
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"^Regions that matter \d+ · over them: Kendall's W \d\.\d\d, top-\d overlap "
+                r"\d\.\d\d, sign flips \d+%"
+            )
+        )
+    ).to_be_visible()
     for heading in (
         "Convergence",
         "Kernel width",
         "Faithfulness",
         "Does the conclusion depend on the fill?",
     ):
-        page.get_by_text(heading, exact=True).first.wait_for(timeout=30000)
-    page.wait_for_timeout(1500)
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+    # convergence: from how many samples the verdict's rule holds, or that more are needed
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"^(Stable \(the verdict's rule\) from \d+ samples on|Not stable by \d+ samples: use more)$"
+            )
+        )
+    ).to_be_visible()
+    # kernel width: the surrogate's R² at each width (0.1, 0.25, 0.5, 1.0 and more)
+    kernels = page.get_by_text(re.compile(r"^[\d.]+: R² -?\d\.\d{3}, top .* · [\d.]+: R²"))
+    expect(kernels).to_be_visible()
+    assert kernels.inner_text().count("R²") >= 4, kernels.inner_text()
+    # faithfulness: both areas under the curves, beside a random order's, and the held-out R²
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"^Deletion AUC \d\.\d{3} \(random order \d\.\d{3}; lower is better\) · "
+                r"insertion AUC \d\.\d{3} \(random \d\.\d{3}; higher is better\) · "
+                r"surrogate R² on held-out perturbations -?\d\.\d{3}$"
+            )
+        )
+    ).to_be_visible()
+    expect(
+        page.get_by_text(
+            re.compile(r"^The explanation's order (beats|does not beat) random orders both ways")
+        )
+    ).to_be_visible()
+    # the fills: each with its top region and how far it agrees; then the conclusion
+    fills = page.get_by_text(
+        re.compile(r"^[\w-]+: top region \d+, rank agreement -?\d\.\d\d, top-5 overlap \d+%")
+    )
+    expect(fills.first).to_be_visible()
+    assert fills.count() >= 3, fills.all_inner_texts()  # blur, inpaint, inpaint-each
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"^(Every fill puts the same region first\.|The fills disagree on the top region)"
+            )
+        )
+    ).to_be_visible()
     shot(page, "9-trust")
 
 
 def test_the_viewer_toolbar_hides_deploy_and_clear_cache(page, app_url):
     """.streamlit/config.toml sets toolbarMode = "viewer": no Deploy button, and the main menu
     offers no "Clear cache"."""
-    page.goto(app_url)
-    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
-    wait_idle(page)
-    assert page.get_by_role("button", name="Deploy").count() == 0
+    open_app(page, app_url, height=HEIGHT)
+    expect(page.get_by_role("button", name="Deploy")).to_have_count(0)
     menu = page.locator('[data-testid="stMainMenu"]')
     if menu.count():
         menu.first.click()
-        page.wait_for_timeout(300)
-        assert page.get_by_text("Clear cache").count() == 0
+        # the menu is open once its items show
+        expect(page.get_by_role("menuitem").first).to_be_visible()
+        expect(page.get_by_text("Clear cache")).to_have_count(0)
     shot(page, "10-viewer-toolbar")

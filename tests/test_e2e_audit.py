@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ARTIFACTS
-from test_e2e import goto_page, wait_idle
-from test_e2e_views import uploader
+from e2e_helpers import click, enter, goto, open_app, rerun, start, uploader
+from e2e_helpers import shot as _shot
+from playwright.sync_api import expect
 
 from limecraft_core.cli import write_demo_mixed
 from limecraft_core.io import read_image
@@ -31,23 +31,18 @@ HEADLINE = re.compile(r"In (\d+) of (\d+) images the prediction rests outside th
 
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"audit-{name}.png"), full_page=True)
+    _shot(page, f"audit-{name}")
 
 
 def open_audit_page(page, url: str) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1800})
-    page.goto(url)
-    page.wait_for_selector("h1", timeout=90_000)
-    wait_idle(page)
-    goto_page(page, "Audit")
-    wait_idle(page)
+    open_app(page, url, height=1800)
+    goto(page, "Audit")
 
 
-def findings(page, timeout: int = 240_000) -> re.Match:
-    """Wait for the findings and return the headline's numbers."""
-    page.get_by_text("Every image, flagged first").first.wait_for(timeout=timeout)
-    wait_idle(page)
+def findings(page) -> re.Match:
+    """The headline's numbers, once the findings show."""
+    expect(page.get_by_text("Every image, flagged first").first).to_be_visible()
+    expect(page.get_by_text(HEADLINE).first).to_be_visible()
     m = HEADLINE.search(page.inner_text("main"))
     assert m, page.inner_text("main")[:2000]
     return m
@@ -61,13 +56,15 @@ def selectbox(page, label: str) -> str:
 
 def image_options(page) -> list[str]:
     """The "Image" picker's options: '⚑ file · label score' for the flagged ones, first."""
-    page.get_by_role("combobox", name="Image", exact=True).click()
-    if not page.get_by_role("option").count():  # a click near the page's foot only focuses it
-        page.keyboard.press("ArrowDown")
-    page.get_by_role("option").first.wait_for(timeout=30000)
+    box = page.get_by_role("combobox", name="Image", exact=True)
+    box.click()
+    if box.get_attribute("aria-expanded") != "true":  # a click near the page's foot only focuses it
+        box.press("ArrowDown")
+    expect(box).to_have_attribute("aria-expanded", "true")
+    expect(page.get_by_role("option").first).to_be_visible()
     options = page.get_by_role("option").all_inner_texts()
-    page.keyboard.press("Escape")
-    wait_idle(page)
+    page.keyboard.press("Escape")  # closes the list, nothing chosen: no rerun
+    expect(page.get_by_role("option")).to_have_count(0)
     return options
 
 
@@ -88,18 +85,16 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
     entries, follows = demo_truth(8, tmp_path)
     assert follows  # the set has conflict images the model follows the tag on
     open_audit_page(page, app_url)
-    box = page.get_by_role("spinbutton", name="Images in the demo set")
-    box.fill("8")
-    box.press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Run the audit").click()
-    page.get_by_text(re.compile(r"Auditing: \d+ of 8 images")).first.wait_for(timeout=60000)
+    enter(page, page.get_by_role("spinbutton", name="Images in the demo set"), 8)
+    audited = start(page, page.get_by_role("button", name="Run the audit").click)
+    expect(page.get_by_text(re.compile(r"Auditing: \d+ of 8 images")).first).to_be_visible()
     shot(page, "1-running")
+    audited(timeout=240_000)
     m = findings(page)
     shot(page, "2-findings")
     assert (int(m.group(1)), int(m.group(2))) == (len(follows), 8)
-    main = page.inner_text("main")
-    assert "Where the model looks across the dataset" in main and "By predicted class" in main
+    expect(page.locator("main")).to_contain_text("Where the model looks across the dataset")
+    expect(page.locator("main")).to_contain_text("By predicted class")
     options = image_options(page)
     flagged = {o.split(" · ")[0].removeprefix("⚑ ") for o in options if o.startswith("⚑ ")}
     assert flagged == follows, options
@@ -107,42 +102,41 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
 
     # the first flagged image, on Inspect, with the audit's regions
     picked = options[0].split(" · ")[0].removeprefix("⚑ ")
-    page.get_by_role("button", name="Open in Inspect").click()
-    page.get_by_role("heading", name="Inspect", exact=True).wait_for(timeout=60000)
-    wait_idle(page)
+    click(page, page.get_by_role("button", name="Open in Inspect"))
+    expect(page.get_by_role("heading", name="Inspect", exact=True)).to_be_visible()
     assert "an image from an audit" in selectbox(page, "Sample gallery")
     region = selectbox(page, "Region")
     assert re.search(r"\b\d+ \(weight \+\d\.\d{3}\)", region), region  # the top region first
-    page.get_by_text("remove", exact=True).click()
-    wait_idle(page)
+    click(page, page.get_by_text("remove", exact=True))
     shape = entries[picked]["shape_label"]
-    top = page.get_by_text(re.compile(r"^Top class:")).inner_text()
+    summary = page.get_by_text(re.compile(r"^Top class:"))
+    expect(summary).to_contain_text(f"the edited image is now {shape}")
+    top = summary.inner_text()
     shot(page, "3-inspect-removed")
     # removing the tag (the audit's top region) makes the model name the drawn shape
     m2 = re.search(r"Top class: (\w+) ([\d.]+) → ([\d.]+)", top)
     assert m2 and m2.group(1) == entries[picked]["tag_label"], top
     assert float(m2.group(3)) < float(m2.group(2)) - 0.3, top
     assert f"the edited image is now {shape}" in top, top
-    page.get_by_role("button", name="Apply edit").click()
-    page.get_by_text("Applied edits").first.wait_for(timeout=30000)
-    wait_idle(page)
+    click(page, page.get_by_role("button", name="Apply edit"))
+    expect(page.get_by_text("Applied edits").first).to_be_visible()
 
     # Explain shows the audit's explanation, measured against the expected mask
-    goto_page(page, "Explain")
-    wait_idle(page)
+    goto(page, "Explain")
     # the localisation panel (under the results) counts the audit's expected mask
-    page.get_by_text("is not one you expected").first.wait_for(timeout=60000)
-    page.get_by_text("the audit's expected mask").first.wait_for(timeout=30000)
-    main = page.inner_text("main")
-    assert f"{picked}: from the audit: the top region lies outside the expected region" in main
+    expect(page.get_by_text("is not one you expected").first).to_be_visible()
+    expect(page.get_by_text("the audit's expected mask").first).to_be_visible()
+    expect(page.locator("main")).to_contain_text(
+        f"{picked}: from the audit: the top region lies outside the expected region"
+    )
     shot(page, "4-explain")
 
     # back on Audit, and after a reload, the audit is still there
-    goto_page(page, "Audit")
+    goto(page, "Audit")
     assert (int(findings(page).group(1))) == len(follows)
-    page.reload()
+    rerun(page, page.reload, what="reload")
     assert (int(findings(page).group(1))) == len(follows)
-    assert "audit=" in page.url
+    expect(page).to_have_url(re.compile("audit="))
     shot(page, "5-after-reload")
 
 
@@ -171,11 +165,13 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(page, ap
     zipped.write_bytes(_zip_folder(out))
 
     open_audit_page(page, app_url)
-    page.get_by_text("Open a finished audit").click()
-    wait_idle(page)
-    uploader(page, "The audit's folder, zipped").set_input_files(str(zipped))
-    wait_idle(page)
-    page.get_by_role("button", name="Open the audit").click()
+    click(page, page.get_by_text("Open a finished audit"))
+    rerun(
+        page,
+        lambda: uploader(page, "The audit's folder, zipped").set_input_files(str(zipped)),
+        what="uploading the CLI's audit",
+    )
+    click(page, page.get_by_role("button", name="Open the audit"), timeout=240_000)
     m = findings(page)
     assert m.group(0) in cli["findings"]["sentences"][0]
     assert int(m.group(2)) == 4
@@ -191,36 +187,40 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(page, ap
         for sub in ("images", "masks"):
             for f in sorted((data / sub).iterdir()):
                 z.write(f, f"{sub}/{f.name}")
-    page.get_by_text("Upload images").click()
-    wait_idle(page)
-    uploader(page, "A zip of images").set_input_files(str(images))
-    wait_idle(page)
-    page.get_by_role("button", name="Run the audit").click()
-    page.get_by_text(re.compile(rf"Auditing: [1-9]\d* of {N_UPLOAD} images")).first.wait_for(
-        timeout=120000
+    click(page, page.get_by_text("Upload images"))
+    rerun(
+        page,
+        lambda: uploader(page, "A zip of images").set_input_files(str(images)),
+        what="uploading the images",
     )
-    page.get_by_role("button", name="Cancel the audit").click()
+    start(page, page.get_by_role("button", name="Run the audit").click)
+    expect(
+        page.get_by_text(re.compile(rf"Auditing: [1-9]\d* of {N_UPLOAD} images")).first
+    ).to_be_visible(timeout=120_000)
+    # Cancel ends the audit's run; the run it starts shows what was finished
+    click(page, page.get_by_role("button", name="Cancel the audit"), timeout=120_000)
     stopped = page.get_by_text(
         re.compile(rf"This audit stopped after \d+ of {N_UPLOAD} images")
     ).first
     try:
-        stopped.wait_for(timeout=60000)
-    except Exception as e:
+        expect(stopped).to_be_visible()
+    except AssertionError as e:
         shot(page, "7-cancel-failed")
         main = page.inner_text("main")[:1500]
         raise AssertionError(f"Cancel did not stop the audit: {main}") from e
-    wait_idle(page)
     kept = int(re.search(r"after (\d+) of", stopped.inner_text()).group(1))
     assert 1 <= kept < N_UPLOAD
     shot(page, "7-cancelled")
     # what was finished is there to read already
+    expect(page.get_by_text(HEADLINE).first).to_be_visible()
     m = HEADLINE.search(page.inner_text("main"))
     assert m and int(m.group(2)) == kept
-    page.get_by_role("button", name=re.compile(r"Resume the audit \(\d+ to go\)")).click()
-    page.get_by_text(
-        re.compile(rf"In \d+ of {N_UPLOAD} images the prediction rests")
-    ).first.wait_for(timeout=240_000)
+    resume = page.get_by_role("button", name=re.compile(r"Resume the audit \(\d+ to go\)"))
+    click(page, resume, timeout=240_000)
+    expect(
+        page.get_by_text(re.compile(rf"In \d+ of {N_UPLOAD} images the prediction rests")).first
+    ).to_be_visible()
     m = findings(page)
     assert int(m.group(2)) == N_UPLOAD
-    assert not page.get_by_text("This audit stopped after").is_visible()
+    expect(page.get_by_text("This audit stopped after")).to_be_hidden()
     shot(page, "8-resumed")

@@ -9,37 +9,39 @@ import re
 
 import numpy as np
 import pytest
+from e2e_helpers import click, early_stop_off, enter, open_app, start
+from e2e_helpers import shot as _shot
 from PIL import Image
 from playwright.sync_api import expect
-from test_e2e_views import open_app, shot, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LIVE = re.compile(r"Live result for .+ · (\d+) of up to (\d+) samples")
+# The sample count the live result shows when it is not ``last``, or "done" once Explain's
+# result line is there; false while neither (Playwright retries it until it holds).
+NEXT_LIVE = """last => {
+  const texts = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+    .map(e => e.innerText);
+  if (texts.some(t => /^Explained \\d+ regions/.test(t))) return 'done';
+  for (const t of texts) {
+    const m = t.match(/Live result for .+ · (\\d+) of up to (\\d+) samples/);
+    if (m && m[1] !== last) return m[1];
+  }
+  return false;
+}"""
 
 
-def early_stop_off(page) -> None:
-    """Settings (open): untick Early stop, so that every sample is scored."""
-    stop = page.get_by_role("checkbox", name="Early stop", exact=True)
-    assert stop.is_checked()  # on by default
-    stop.click(force=True)
-    # its value box goes once the page has rerun
-    expect(page.get_by_role("spinbutton", name="Early stop: value")).to_have_count(
-        0, timeout=60_000
-    )
-    wait_idle(page)
-    assert not stop.is_checked()
+def shot(page, name: str) -> None:
+    _shot(page, f"views-{name}", tall=True)
 
 
 def settings(page, samples: int) -> None:
     """Settings: the sample count, with early stop off."""
-    page.get_by_text("Settings").first.click()
+    page.get_by_text("Settings").first.click()  # an expander: no rerun
     box = page.get_by_role("spinbutton", name="Samples", exact=True)
-    box.fill(str(samples))
-    box.press("Enter")
-    wait_idle(page)
+    enter(page, box, samples)
     early_stop_off(page)
-    assert box.input_value() == str(samples)
+    expect(box).to_have_value(str(samples))
 
 
 def model_passes(text: str) -> int:
@@ -69,9 +71,14 @@ def live_state(page) -> tuple[int, np.ndarray] | None:
 def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appears(page, app_url):
     open_app(page, app_url)
     settings(page, 2000)  # early stop off: every step (200 samples, in whole batches) shows
-    page.get_by_role("button", name="Explain", exact=True).click()
+    explained = start(page, page.get_by_role("button", name="Explain", exact=True).click)
     seen: dict[int, np.ndarray] = {}
-    for _ in range(600):  # at most about a minute of polling
+    last = None
+    while True:  # each new live result, until Explain's result line replaces them
+        now = page.wait_for_function(NEXT_LIVE, arg=last, timeout=180_000).json_value()
+        if now == "done":
+            break
+        last = now
         state = live_state(page)
         if state is not None and state[0] not in seen:
             seen[state[0]] = state[1]
@@ -79,61 +86,59 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
                 shot(page, "fast-1-live-first")
             if len(seen) == 3:
                 shot(page, "fast-2-live-later")
-        if page.get_by_text(re.compile(r"^Explained \d+ regions")).count():
-            break
-        page.wait_for_timeout(100)
     counts = sorted(seen)
     assert len(counts) >= 2, counts  # at least two live results during one Explain
     assert all(c <= 2000 for c in counts) and counts[0] < 2000, counts
-    first, last = seen[counts[0]], seen[counts[-1]]
-    assert first.shape == last.shape
+    first, final = seen[counts[0]], seen[counts[-1]]
+    assert first.shape == final.shape
     # the weights changed: the tinted picture differs between the two moments
-    assert np.abs(first - last).max() > 40, (counts[0], counts[-1])
-    page.get_by_text(re.compile(r"^Explained \d+ regions.* with 2000 samples")).wait_for(
-        timeout=180_000
-    )
+    assert np.abs(first - final).max() > 40, (counts[0], counts[-1])
+    explained(timeout=180_000)
+    expect(
+        page.get_by_text(re.compile(r"^Explained \d+ regions.* with 2000 samples"))
+    ).to_be_visible()
     verdict = page.get_by_text(
         re.compile(r"(stable|borderline|unstable) over 5 resamples of one sample")
     )
-    verdict.first.wait_for(timeout=60_000)
-    wait_idle(page)
-    assert live_state(page) is None  # the live panel gives way to the result
+    expect(verdict.first).to_be_visible()
+    expect(page.get_by_text(LIVE)).to_have_count(0)  # the live panel gives way to the result
     shot(page, "fast-3-final")
 
 
 def test_stop_here_keeps_the_result_so_far_without_scoring_it_again(page, app_url):
     open_app(page, app_url)
     settings(page, 4000)
-    page.get_by_role("button", name="Explain", exact=True).click()
+    start(page, page.get_by_role("button", name="Explain", exact=True).click)
     stop = page.get_by_role("button", name=re.compile(r"Stop here and keep this result"))
-    stop.first.wait_for(timeout=120_000)
+    expect(stop.first).to_be_visible(timeout=120_000)
     label = stop.first.inner_text()
     kept = int(re.search(r"\((\d+) samples\)", label).group(1))
-    stop.first.click()
+    # Stop ends the Explain's run; the run it starts finishes with the samples so far
+    click(page, stop.first, timeout=120_000)
     done = page.get_by_text(re.compile(rf"^Explained \d+ regions.* with {kept} samples"))
-    done.wait_for(timeout=120_000)
+    expect(done).to_be_visible()
     text = done.inner_text()
     assert "(you stopped here; the settings allow 4000)" in text, text
     # the samples already scored are not scored again: only the per-region deltas (2K) are
     passes = model_passes(text)
     regions = int(re.search(r"Explained (\d+) regions", text).group(1))
     assert 0 < passes <= 2 * regions, text
-    page.get_by_text("surrogate fidelity").first.wait_for(timeout=60_000)
-    assert page.get_by_text(re.compile(r"over 5 resamples of one sample")).count() >= 1
+    expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"over 5 resamples of one sample")).first).to_be_visible()
     # the settings keep what the analyst asked for; the result records what ran
     box = page.get_by_role("spinbutton", name="Samples", exact=True)
     if not box.is_visible():  # the Settings expander closed
         page.get_by_text("Settings").first.click()
-    assert box.input_value() == "4000"
+    expect(box).to_have_value("4000")
     shot(page, "fast-4-stopped-here")
     # changing their mind: a little more. Only the new samples are scored (the deltas too are
     # remembered)
     more = kept + 224
-    box.fill(str(more))
-    box.press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Explain", exact=True).click()
+    # (with a result on the page, that rerun folds the Settings away: the result line below
+    # shows the value was taken)
+    enter(page, box, more, shown=False)
+    click(page, page.get_by_role("button", name="Explain", exact=True), timeout=120_000)
     again = page.get_by_text(re.compile(rf"^Explained \d+ regions.* with {more} samples"))
-    again.wait_for(timeout=120_000)
+    expect(again).to_be_visible()
     passes = model_passes(again.inner_text())
     assert 0 < passes <= 224, again.inner_text()

@@ -7,9 +7,11 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ARTIFACTS
+from e2e_helpers import CANVAS, choose, click, enter, goto, rerun, track
+from e2e_helpers import open_app as _open_app
+from e2e_helpers import shot as _shot
 from PIL import Image
-from test_e2e import COORDS, choose, goto_page, wait_idle
+from playwright.sync_api import expect
 
 from limecraft_core import boundaries, stages
 from limecraft_core._validate import as_float_image
@@ -19,30 +21,30 @@ from pages.lib import analysis as A
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+COORDS = 'iframe[title="streamlit_image_coordinates.streamlit_image_coordinates"]'
+HEIGHT = 1100
+
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"flows-{name}.png"), full_page=True)
+    _shot(page, f"flows-{name}")
 
 
 def open_app(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
-    wait_idle(page)
+    _open_app(page, url, height=HEIGHT)
+    expect(page.locator("h1")).to_have_text("LIMEcraft")
 
 
 def add_tag(page) -> None:
-    goto_page(page, "Craft regions")
-    page.get_by_role("button", name="Add the tag as a region").click()
-    page.wait_for_selector("input[value='tag']", timeout=30000)
-    wait_idle(page)
+    goto(page, "Craft regions")
+    click(page, page.get_by_role("button", name="Add the tag as a region"))
+    expect(page.locator("input[value='tag']")).to_be_visible()
 
 
 def picture(page, caption: str) -> np.ndarray:
     """The pixels the browser shows for the picture with this caption (fetched from its src)."""
     label = page.get_by_text(caption, exact=True).first
     img = label.locator("xpath=ancestor::*[.//img][1]").locator("img").first
-    img.wait_for(timeout=60000)
+    expect(img).to_be_visible()
     src = img.get_attribute("src")
     data = page.request.get(
         src if src.startswith("http") else page.url.split("/?")[0].rstrip("/") + src
@@ -54,58 +56,53 @@ def slider(page, label: str):
     return page.locator(f'input[type=range][aria-label="{label}"]')
 
 
-def set_slider(page, label: str, value: int) -> None:
+def set_slider(page, label: str, key: str, value: int) -> None:
+    """Move the slider ``label`` (the app's widget ``key``) to ``value``, one key press at a
+    time (each sends its value); waits for the run of the last one."""
     el = slider(page, label)
     el.focus()
     now = int(float(el.input_value()))
-    key = "ArrowRight" if value > now else "ArrowLeft"
-    for _ in range(abs(value - now)):
-        el.press(key)
-    page.wait_for_function(
-        f"() => [...document.querySelectorAll('input[type=range]')].some(e => "
-        f"e.getAttribute('aria-label') === {label!r} && e.value === '{value}')",
-        timeout=30000,
-    )
-    wait_idle(page)
+    press = "ArrowRight" if value > now else "ArrowLeft"
+
+    def move() -> None:
+        for _ in range(abs(value - now)):
+            el.press(press)
+
+    rerun(page, move, values={key: [value]}, what=f"{label} to {value}")
+    expect(el).to_have_value(str(value))
 
 
 def explain_now(page) -> None:
-    goto_page(page, "Explain")
-    page.get_by_role("button", name="Explain", exact=True).click()
-    page.wait_for_selector("text=surrogate fidelity", timeout=180000)
-    wait_idle(page)
+    goto(page, "Explain")
+    click(page, page.get_by_role("button", name="Explain", exact=True), timeout=180_000)
+    expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
 
 
 def test_the_explained_edited_image_is_the_preview(page, app_url):
     open_app(page, app_url)
     choose(page, "Sample gallery", "demo-conflict-2")
     add_tag(page)
-    goto_page(page, "Inspect")
-    slider(page, "Hue (degrees)").wait_for(timeout=30000)
-    set_slider(page, "Hue (degrees)", 60)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('p')].some(p => p.innerText.startsWith('Top class:')"
-        " && p.innerText.includes('now'))",
-        timeout=60000,
-    )
+    goto(page, "Inspect")
+    expect(slider(page, "Hue (degrees)")).to_be_visible()
+    set_slider(page, "Hue (degrees)", r"e_hue-\d+", 60)
+    expect(page.get_by_text(re.compile(r"^Top class:.*now")).first).to_be_visible()
     shot(page, "a1-pending-hue-60")
-    page.get_by_role("button", name="Apply edit").click()
-    page.get_by_text("Applied edits").wait_for(timeout=30000)
-    wait_idle(page)
+    click(page, page.get_by_role("button", name="Apply edit"))
+    expect(page.get_by_text("Applied edits")).to_be_visible()
     # the pending controls start again from "no change"
-    assert slider(page, "Hue (degrees)").input_value() == "0"
-    page.get_by_role("button", name="Explain the edited image").click()
-    page.wait_for_selector("text=the explained image", timeout=180000)
-    wait_idle(page)
+    expect(slider(page, "Hue (degrees)")).to_have_value("0")
+    click(page, page.get_by_role("button", name="Explain the edited image"), timeout=180_000)
+    expect(page.get_by_text("the explained image").first).to_be_visible()
     shot(page, "a2-explained-edited")
 
     # exactly one applied edit, named
     items = page.locator("li").filter(
         has_text=re.compile(r"recolour region \d+( '[^']*')? \(hue \+\d+°\)")
     )
-    assert items.count() == 1 and "hue +60°" in items.first.inner_text()
-    assert "tag" in items.first.inner_text()
-    assert not page.get_by_text("The edits changed since that explanation").is_visible()
+    expect(items).to_have_count(1)
+    expect(items.first).to_contain_text("hue +60°")
+    expect(items.first).to_contain_text("tag")
+    expect(page.get_by_text("The edits changed since that explanation")).to_be_hidden()
 
     # the explained image is the preview: the same pixels, and the tag at +60°, not +120°
     explained = picture(page, "the explained image")
@@ -153,34 +150,29 @@ def _scaled(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 def test_a_reload_brings_back_regions_edits_and_results(page, app_url):
     open_app(page, app_url)
     add_tag(page)
-    name = page.get_by_label(re.compile(r"Region 1 name"))
-    name.fill("the tag")
-    name.press("Enter")
-    page.wait_for_selector("input[value='the tag']", timeout=30000)
-    wait_idle(page)
-    goto_page(page, "Inspect")
-    page.get_by_text("remove", exact=True).click()
-    wait_idle(page)
-    page.get_by_role("button", name="Apply edit").click()
-    page.get_by_text("Applied edits").wait_for(timeout=30000)
+    enter(page, page.get_by_label(re.compile(r"Region 1 name")), "the tag")
+    expect(page.locator("input[value='the tag']")).to_be_visible()
+    goto(page, "Inspect")
+    click(page, page.get_by_text("remove", exact=True))
+    click(page, page.get_by_role("button", name="Apply edit"))
+    expect(page.get_by_text("Applied edits")).to_be_visible()
     explain_now(page)
-    assert "?a=" in page.url
+    expect(page).to_have_url(re.compile(r"\?a="))
     shot(page, "b1-before-reload")
 
-    page.reload()
-    page.wait_for_selector("text=surrogate fidelity", timeout=120000)
-    wait_idle(page)
-    assert page.get_by_text(re.compile(r"^Explained \d+ regions \(1 handcrafted\)")).is_visible()
+    rerun(page, page.reload, what="reload")
+    expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
+    expect(
+        page.get_by_text(re.compile(r"^Explained \d+ regions \(1 handcrafted\)"))
+    ).to_be_visible()
     shot(page, "b2-after-reload-explain")
-    goto_page(page, "Craft regions")
-    page.wait_for_selector("input[value='the tag']", timeout=30000)
-    # let Craft's first run finish (its canvas measures its width and reruns once) before
-    # leaving: a link clicked during that rerun was undone by it once in CI
-    wait_idle(page)
-    goto_page(page, "Inspect")
-    wait_idle(page)
-    page.get_by_text("Applied edits").wait_for(timeout=30000)
-    assert page.get_by_text(re.compile(r"remove region 0 .*the tag")).is_visible()
+    # (goto waits for Craft's canvas to report its size, a rerun: a link clicked during that
+    # rerun was undone by it once in CI)
+    goto(page, "Craft regions")
+    expect(page.locator("input[value='the tag']")).to_be_visible()
+    goto(page, "Inspect")
+    expect(page.get_by_text("Applied edits")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"remove region 0 .*the tag"))).to_be_visible()
     shot(page, "b3-after-reload-inspect")
 
 
@@ -195,18 +187,25 @@ def test_a_new_image_keeps_the_previous_analysis(page, app_url, tmp_path):
     add_tag(page)
     photo = tmp_path / "coffee.png"
     photo.write_bytes(_png(load_sample("coffee").image[:160, :240]))
-    page.locator("[data-testid='stSidebar'] input[type=file]").first.set_input_files(str(photo))
-    page.get_by_text("No handcrafted regions yet.").wait_for(timeout=60000)
-    wait_idle(page)
+    # on Craft: the new image gets a fresh canvas, which reports its size (a rerun)
+    rerun(
+        page,
+        lambda: page.locator("[data-testid='stSidebar'] input[type=file]").first.set_input_files(
+            str(photo)
+        ),
+        new=[CANVAS],
+        what="uploading coffee.png",
+    )
+    expect(page.get_by_text("No handcrafted regions yet.")).to_be_visible()
     page.get_by_role("button", name="Start fresh").scroll_into_view_if_needed()
     shot(page, "c1-new-image-recent-list")
     recent = page.get_by_role("button", name=re.compile(r"demo-conflict-1 · 1 region"))
-    recent.wait_for(timeout=30000)
-    recent.click()
-    page.wait_for_selector("input[value='tag']", timeout=30000)
-    wait_idle(page)
+    click(page, recent, new=[CANVAS])
+    expect(page.locator("input[value='tag']")).to_be_visible()
     # the uploaded image waits in the list in turn (it cannot be picked from the gallery)
-    page.get_by_role("button", name=re.compile(r"^coffee\.png · no changes")).wait_for()
+    expect(
+        page.get_by_role("button", name=re.compile(r"^coffee\.png · no changes"))
+    ).to_be_visible()
     shot(page, "c2-back-to-the-earlier-analysis")
 
 
@@ -215,52 +214,53 @@ def test_export_then_restore_in_a_fresh_browser(page, app_url, browser, tmp_path
     add_tag(page)
     # merge two superpixels into a named region
     frame = page.frame_locator(COORDS).locator("#image")
-    frame.wait_for(timeout=30000)
+    expect(frame).to_be_visible()
     ib = frame.bounding_box()
     for fx, fy in ((0.5, 0.08), (0.5, 0.30)):
-        frame.click(position={"x": ib["width"] * fx, "y": ib["height"] * fy})
-        wait_idle(page)
-    page.get_by_label("Name for the merged region").fill("pair")
-    page.get_by_label("Name for the merged region").press("Enter")
-    wait_idle(page)
+        pos = {"x": ib["width"] * fx, "y": ib["height"] * fy}
+        rerun(page, lambda pos=pos: frame.click(position=pos), what="picking a superpixel")
+    enter(page, page.get_by_label("Name for the merged region"), "pair")
     merge = page.get_by_role("button", name=re.compile(r"Merge selected \(2\)"))
-    merge.wait_for(timeout=30000)
+    expect(merge).to_be_enabled()
     caption = page.get_by_text(re.compile(r"^\d+ regions; the ids match"))
     n_regions = int(caption.inner_text().split()[0]) - 1
-    merge.click()
-    page.get_by_text(re.compile(rf"^{n_regions} regions; the ids match")).wait_for(timeout=30000)
-    wait_idle(page)
-    goto_page(page, "Inspect")
-    page.get_by_text("blur", exact=True).click()
-    wait_idle(page)
-    page.get_by_role("button", name="Apply edit").click()
-    page.get_by_text("Applied edits").wait_for(timeout=30000)
+    click(page, merge)
+    expect(page.get_by_text(re.compile(rf"^{n_regions} regions; the ids match"))).to_be_visible()
+    goto(page, "Inspect")
+    click(page, page.get_by_text("blur", exact=True))
+    click(page, page.get_by_role("button", name="Apply edit"))
+    expect(page.get_by_text("Applied edits")).to_be_visible()
     explain_now(page)
-    result_line = page.get_by_text(re.compile(r"^Explained \d+ regions")).inner_text()
-    goto_page(page, "Export")
+    result = page.get_by_text(re.compile(r"^Explained \d+ regions"))
+    expect(result).to_be_visible()
+    result_line = result.inner_text()
+    goto(page, "Export")
     with page.expect_download() as dl:
-        page.get_by_role("button", name="Analysis (JSON)").click()
+        click(page, page.get_by_role("button", name="Analysis (JSON)"))
     assert dl.value.suggested_filename == "demo-conflict-1_analysis.json"
     path = str(tmp_path / dl.value.suggested_filename)
     dl.value.save_as(path)
     shot(page, "d1-exported")
 
-    fresh = browser.new_context(viewport={"width": 1400, "height": 1100})
-    other = fresh.new_page()
+    fresh = browser.new_context(viewport={"width": 1400, "height": HEIGHT})
+    other = track(fresh.new_page())
     open_app(other, page.url.split("/export")[0].split("?")[0])
-    assert not other.get_by_text("surrogate fidelity").is_visible()
-    goto_page(other, "Export")
-    other.locator("input[type=file][accept*='json']").set_input_files(path)
-    other.get_by_role("button", name=re.compile(r"^Analysis \(JSON\)")).wait_for(timeout=60000)
-    wait_idle(other)
+    expect(other.get_by_text("surrogate fidelity")).to_be_hidden()
+    goto(other, "Export")
+    rerun(
+        other,
+        lambda: other.locator("input[type=file][accept*='json']").set_input_files(path),
+        what="restoring the analysis",
+    )
+    expect(other.get_by_role("button", name=re.compile(r"^Analysis \(JSON\)"))).to_be_visible()
     shot(other, "d2-restored-export")
-    goto_page(other, "Explain")
-    other.wait_for_selector("text=surrogate fidelity", timeout=60000)
-    assert other.get_by_text(result_line, exact=True).is_visible()
+    goto(other, "Explain")
+    expect(other.get_by_text("surrogate fidelity").first).to_be_visible()
+    expect(other.get_by_text(result_line, exact=True)).to_be_visible()
     shot(other, "d3-restored-explain")
-    goto_page(other, "Craft regions")
-    other.wait_for_selector("input[value='tag']", timeout=30000)
-    other.get_by_text(re.compile(rf"^{n_regions} regions; the ids match")).wait_for(timeout=30000)
+    goto(other, "Craft regions")
+    expect(other.locator("input[value='tag']")).to_be_visible()
+    expect(other.get_by_text(re.compile(rf"^{n_regions} regions; the ids match"))).to_be_visible()
     split = other.locator("[data-testid='stSelectbox']").filter(
         has_text="Merged region to split back"
     )
@@ -272,9 +272,9 @@ def test_export_then_restore_in_a_fresh_browser(page, app_url, browser, tmp_path
         + " ".join(split.locator("input").evaluate_all("els => els.map(e => e.value)"))
     )
     assert re.search(r"\d+ pair", shown), shown  # the merge, with its name
-    goto_page(other, "Inspect")
-    other.get_by_text("Applied edits").wait_for(timeout=30000)
-    assert other.get_by_text(re.compile(r"blur region \d+")).count() == 1
+    goto(other, "Inspect")
+    expect(other.get_by_text("Applied edits")).to_be_visible()
+    expect(other.get_by_text(re.compile(r"blur region \d+"))).to_have_count(1)
     shot(other, "d5-restored-inspect")
     fresh.close()
 
@@ -284,45 +284,43 @@ def test_signing_out_leaves_nothing_and_hides_the_pages(browser):
 
     from pages.lib import auth
 
+    # its own server: the sign-in mode (LIMECRAFT_AUTH) is read when the server starts
     proc, url, _ = start_app(
         {"LIMECRAFT_AUTH": "password", "LIMECRAFT_PASSWORD_HASH": auth.hash_password("pw")}
     )
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1100})
+    ctx = browser.new_context(viewport={"width": 1400, "height": HEIGHT})
     try:
-        page = ctx.new_page()
-        page.goto(url)
-        page.get_by_label("Team password").wait_for(timeout=60000)
-        assert page.get_by_role("link", name="Craft regions").count() == 0
+        page = track(ctx.new_page())
+        rerun(page, lambda: page.goto(url), what="opening the app")
+        expect(page.get_by_label("Team password")).to_be_visible()
+        expect(page.get_by_role("link", name="Craft regions")).to_have_count(0)
 
-        def sign_in():
+        def sign_in(new=()) -> None:
             page.get_by_label("Team password").fill("pw")
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_selector("h1:has-text('LIMEcraft')", timeout=60000)
-            wait_idle(page)
+            click(page, page.get_by_role("button", name="Sign in"), new=new)
+            expect(page.locator("h1").first).to_be_visible()
 
         sign_in()
+        expect(page.locator("h1")).to_have_text("LIMEcraft")
         add_tag(page)
         before = page.url
         # a reload asks for the password again, then comes back to the same page and analysis
-        page.reload()
-        page.get_by_label("Team password").wait_for(timeout=60000)
-        assert not page.get_by_text("Page not found").is_visible()
-        page.get_by_label("Team password").fill("pw")
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_selector("input[value='tag']", timeout=60000)
-        wait_idle(page)
-        assert page.url == before
-        page.get_by_role("button", name="Sign out").click()
-        page.get_by_label("Team password").wait_for(timeout=60000)
-        wait_idle(page)
+        rerun(page, page.reload, what="reload")
+        expect(page.get_by_label("Team password")).to_be_visible()
+        expect(page.get_by_text("Page not found")).to_be_hidden()
+        sign_in(new=[CANVAS])  # back on Craft: its canvas reports its size (a rerun)
+        expect(page.locator("input[value='tag']")).to_be_visible()
+        expect(page).to_have_url(before)
+        click(page, page.get_by_role("button", name="Sign out"))
+        expect(page.get_by_label("Team password")).to_be_visible()
         shot(page, "e1-signed-out")
-        assert page.get_by_role("link", name="Craft regions").count() == 0
-        assert "?a=" not in page.url
-        sign_in()
-        assert page.url != before
-        page.get_by_text("No handcrafted regions yet.").wait_for(timeout=30000)  # still on Craft
-        goto_page(page, "Explain")
-        page.get_by_text(re.compile(r"\(0 handcrafted")).wait_for(timeout=30000)
+        expect(page.get_by_role("link", name="Craft regions")).to_have_count(0)
+        expect(page).not_to_have_url(re.compile(r"\?a="))
+        sign_in(new=[CANVAS])
+        expect(page).not_to_have_url(before)
+        expect(page.get_by_text("No handcrafted regions yet.")).to_be_visible()  # still on Craft
+        goto(page, "Explain")
+        expect(page.get_by_text(re.compile(r"\(0 handcrafted"))).to_be_visible()
         shot(page, "e2-signed-in-again")
     finally:
         ctx.close()

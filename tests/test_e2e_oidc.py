@@ -20,6 +20,7 @@ import warnings
 
 import pytest
 from conftest import ARTIFACTS, _free_port, start_app, stop_app
+from e2e_helpers import goto, rerun
 
 pytestmark = [
     pytest.mark.browser,
@@ -102,13 +103,9 @@ server_metadata_url = "{provider}/.well-known/openid-configuration"
 # ----------------------------------------------------------------------------- helpers
 
 
-def wait_idle(page, timeout: int = T) -> None:
-    """Until Streamlit has finished rerunning (its status widget is gone)."""
-    page.wait_for_timeout(500)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
-    )
-    page.wait_for_timeout(300)
+def visit(page, url: str) -> None:
+    """Open ``url`` and wait for the app's first script run there."""
+    rerun(page, lambda: page.goto(url), timeout=T, what=f"opening {url}")
 
 
 def shot(page, name: str) -> None:
@@ -119,7 +116,6 @@ def shot(page, name: str) -> None:
 def expect_sign_in_screen(page) -> None:
     """Only the sign-in: the title, one sentence and the Log in button; nothing of the app."""
     expect(page.get_by_text("Sign in to use LIMEcraft.")).to_be_visible(timeout=T)
-    wait_idle(page)
     expect(page.locator("h1")).to_have_text("LIMEcraft")
     expect(page.get_by_role("button", name="Log in")).to_be_visible()
     expect(page.get_by_role("button", name="Explain", exact=True)).to_have_count(0)
@@ -140,13 +136,17 @@ def log_in_at_the_provider(page, provider: str, app: str, who: dict) -> None:
     # the provider will send the browser back to the app's registered callback
     expect(page.get_by_text(f"You will be redirected to {app}/oauth2callback")).to_be_visible()
     page.get_by_placeholder("sub").fill(who["sub"])
-    page.get_by_role("button", name="Authorize", exact=True).click()
-    page.wait_for_url(re.compile("^" + re.escape(app) + r"/(\?.*)?$"), timeout=T)
+
+    def authorize() -> None:
+        page.get_by_role("button", name="Authorize", exact=True).click()
+        page.wait_for_url(re.compile("^" + re.escape(app) + r"/(\?.*)?$"), timeout=T)
+
+    # back at the app: its first script run there
+    rerun(page, authorize, timeout=T, what="authorizing at the provider")
 
 
 def expect_the_app(page, who: dict) -> None:
     expect(page.get_by_role("button", name="Explain", exact=True)).to_be_visible(timeout=T)
-    wait_idle(page)
     sidebar = page.get_by_test_id("stSidebar")
     expect(sidebar.get_by_text(f"Signed in as {who['name']}")).to_be_visible()
     expect(sidebar.get_by_role("button", name="Log out")).to_be_visible()
@@ -161,8 +161,13 @@ def log_out_at_the_provider(page, provider: str, app: str) -> None:
     sends the browser back to the app."""
     page.wait_for_url(f"{provider}/oauth2/end_session?**", timeout=T)
     expect(page.get_by_role("heading", name="End Session")).to_be_visible()
-    page.get_by_role("button", name="End session").click()
-    page.wait_for_url(re.compile("^" + re.escape(app) + r"/(\?.*)?$"), timeout=T)
+
+    def end_session() -> None:
+        page.get_by_role("button", name="End session").click()
+        page.wait_for_url(re.compile("^" + re.escape(app) + r"/(\?.*)?$"), timeout=T)
+
+    # back at the app: its first script run there
+    rerun(page, end_session, timeout=T, what="ending the session at the provider")
 
 
 def identity_cookies(page) -> list[str]:
@@ -173,11 +178,11 @@ def identity_cookies(page) -> list[str]:
 
 
 def test_a_visitor_sees_only_the_sign_in(page, oidc_app):
-    page.goto(oidc_app)
+    visit(page, oidc_app)
     expect_sign_in_screen(page)
     shot(page, "1-sign-in")
     # an app page's address shows the same sign-in, not the page and not "Page not found"
-    page.goto(f"{oidc_app}/craft")
+    visit(page, f"{oidc_app}/craft")
     expect_sign_in_screen(page)
     expect(page.get_by_text("Page not found")).to_have_count(0)
     assert identity_cookies(page) == []
@@ -187,7 +192,7 @@ def test_a_visitor_sees_only_the_sign_in(page, oidc_app):
 
 
 def test_an_allowed_account_signs_in_at_the_provider_and_logs_out(page, oidc_app, provider):
-    page.goto(oidc_app)
+    visit(page, oidc_app)
     expect_sign_in_screen(page)
     log_in_at_the_provider(page, provider, oidc_app, ADA)
     expect_the_app(page, ADA)
@@ -195,11 +200,10 @@ def test_an_allowed_account_signs_in_at_the_provider_and_logs_out(page, oidc_app
     shot(page, "2-signed-in")
 
     # a reload keeps the sign-in (the identity cookie), as it should
-    page.reload()
+    rerun(page, page.reload, timeout=T, what="reload")
     expect_the_app(page, ADA)
-    page.get_by_role("link", name="Craft regions").click()
+    goto(page, "Craft regions")  # waits for its canvas to report its size (a rerun) too
     expect(page.get_by_role("heading", name="Craft regions")).to_be_visible(timeout=T)
-    wait_idle(page)
 
     # 4. log out: through the provider's end-session page, back at the sign-in
     page.get_by_test_id("stSidebar").get_by_role("button", name="Log out").click()
@@ -208,9 +212,9 @@ def test_an_allowed_account_signs_in_at_the_provider_and_logs_out(page, oidc_app
     assert identity_cookies(page) == []
     shot(page, "4-logged-out")
     # a reload does not sign the visitor back in, on the app's home or on a page's address
-    page.reload()
+    rerun(page, page.reload, timeout=T, what="reload")
     expect_sign_in_screen(page)
-    page.goto(f"{oidc_app}/craft")
+    visit(page, f"{oidc_app}/craft")
     expect_sign_in_screen(page)
     assert identity_cookies(page) == []
 
@@ -219,7 +223,7 @@ def test_an_allowed_account_signs_in_at_the_provider_and_logs_out(page, oidc_app
 
 
 def test_an_account_off_the_allow_list_is_refused_clearly(page, oidc_app, provider):
-    page.goto(oidc_app)
+    visit(page, oidc_app)
     expect_sign_in_screen(page)
     log_in_at_the_provider(page, provider, oidc_app, EVE)
     refusal = page.get_by_test_id("stAlertContentError").get_by_test_id("stMarkdownContainer")
@@ -228,7 +232,6 @@ def test_an_account_off_the_allow_list_is_refused_clearly(page, oidc_app, provid
         "in with another account, or ask whoever runs it to add you.",
         timeout=T,
     )
-    wait_idle(page)
     shot(page, "3-refused")
     expect(page.get_by_test_id("stException")).to_have_count(0)  # no traceback
 
@@ -241,9 +244,8 @@ def test_an_account_off_the_allow_list_is_refused_clearly(page, oidc_app, provid
 
     no_app()
     # an app page's address: the same refusal, not the page
-    page.goto(f"{oidc_app}/craft")
+    visit(page, f"{oidc_app}/craft")
     expect(refusal).to_contain_text("may not use this LIMEcraft", timeout=T)
-    wait_idle(page)
     expect(page.get_by_role("heading", name="Craft regions")).to_have_count(0)
     expect(page.get_by_text("Page not found")).to_have_count(0)
     no_app()

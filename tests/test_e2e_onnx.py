@@ -10,13 +10,19 @@ import re
 import numpy as np
 import onnx
 import pytest
+from e2e_helpers import click, download, enter, explain, goto, open_app, pick, rerun, uploader
+from e2e_helpers import shot as _shot
 from onnx import TensorProto, helper, numpy_helper
-from test_e2e_views import download, explain, goto, open_app, shot, uploader, wait_idle
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NAMES = ["reddish", "greenish", "bluish", "bright"]
 LABEL = "(?:" + "|".join(NAMES) + ")"
+
+
+def shot(page, name: str) -> None:
+    _shot(page, f"views-{name}", tall=True)
 
 
 def keras_like_onnx(path) -> None:
@@ -62,52 +68,44 @@ def test_a_keras_style_onnx_model_with_metadata_labels_end_to_end(page, app_url,
     # 1. upload it through the sidebar
     open_app(page, app_url)
     side = page.locator("[data-testid='stSidebar']")
-    page.get_by_text("Upload your own model").click()
-    uploader(page, "Model file").set_input_files(str(model))
-    side.get_by_text("keras_model.onnx", exact=True).first.wait_for(timeout=60_000)
-    wait_idle(page)
-    page.get_by_role("button", name="Use this model").click()
-    wait_idle(page)
+    page.get_by_text("Upload your own model").click()  # an expander: no rerun
+    rerun(page, lambda: uploader(page, "Model file").set_input_files(str(model)), what="upload")
+    expect(side.get_by_text("keras_model.onnx", exact=True).first).to_be_visible()
+    click(page, page.get_by_role("button", name="Use this model"))
     note = page.get_by_text("Now using").first
-    note.wait_for(timeout=120_000)
-    wait_idle(page)
-    assert "Now using keras_model.onnx (4 classes)" in note.inner_text(), note.inner_text()
+    expect(note).to_contain_text("Now using keras_model.onnx (4 classes)")
     # the sidebar's model line: what the graph says (ONNX, channels last, labels in metadata)
-    facts = side.get_by_text(re.compile(r"ONNX opset")).first.inner_text()
+    line = side.get_by_text(re.compile(r"ONNX opset")).first
+    expect(line).to_be_visible()
+    facts = line.inner_text()
     assert "keras_model.onnx" in facts and "NHWC" in facts, facts
     assert "32×32" in facts and "4 classes" in facts and "labels in metadata" in facts, facts
     assert "reddish" in facts and "model-" not in facts, facts
     # the top-5 speaks the metadata's names (4 classes: four rows), never "class i"
     top = side.get_by_text(re.compile(rf"^{LABEL} · \d\.\d{{3}}$"))
-    assert top.count() == 4
-    assert side.get_by_text(re.compile(r"^class \d+ · ")).count() == 0
+    expect(top).to_have_count(4)
+    expect(side.get_by_text(re.compile(r"^class \d+ · "))).to_have_count(0)
     shot(page, "onnx-model-1400")
 
     # 2. explain with a few samples
-    page.get_by_text("Settings").first.click()
-    page.get_by_role("spinbutton", name="Samples").fill("60")
-    page.keyboard.press("Tab")
-    wait_idle(page)
+    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    enter(page, page.get_by_role("spinbutton", name="Samples"), 60, key="Tab")
     explain(page)
-    assert page.get_by_text(re.compile(rf"^{LABEL} · model output")).first.is_visible()
-    assert page.get_by_text(re.compile(rf"^Weights for {LABEL}$")).first.is_visible()
-    assert page.get_by_text("Something went wrong").count() == 0
+    expect(page.get_by_text(re.compile(rf"^{LABEL} · model output")).first).to_be_visible()
+    expect(page.get_by_text(re.compile(rf"^Weights for {LABEL}$")).first).to_be_visible()
+    expect(page.get_by_text("Something went wrong")).to_have_count(0)
     shot(page, "onnx-explain-1400")
 
     # 3. inspect: remove the region the explanation weighs most and see the model's new scores
     goto(page, "Inspect")
     page.get_by_role("combobox", name="Region").click()
-    page.get_by_role("option").first.click()
-    wait_idle(page)
-    page.get_by_text("remove", exact=True).click()
-    wait_idle(page)
+    pick(page, page.get_by_role("option").first)
+    click(page, page.get_by_text("remove", exact=True))
     summary = page.get_by_text(re.compile(r"^Top class:")).first
-    summary.wait_for(timeout=60_000)
-    text = summary.inner_text()
-    assert re.match(rf"^Top class: {LABEL} \d\.\d{{3}} → \d\.\d{{3}} \([+-]\d\.\d{{3}}\)", text), (
-        text
+    expect(summary).to_have_text(
+        re.compile(rf"^Top class: {LABEL} \d\.\d{{3}} → \d\.\d{{3}} \([+-]\d\.\d{{3}}\)")
     )
-    assert page.get_by_text(re.compile(r"^class \d+")).count() == 0
+    expect(page.get_by_text(re.compile(r"^class \d+"))).to_have_count(0)
     shot(page, "onnx-inspect-1400")
 
     # 4. export: the analysis names the uploaded file, the explanation a metadata label

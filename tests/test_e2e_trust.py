@@ -16,8 +16,10 @@ import re
 
 import numpy as np
 import pytest
+from e2e_helpers import click, download, enter, explain, goto, open_app, pick_sample, rerun
+from e2e_helpers import shot as _shot
 from PIL import Image
-from test_e2e_views import download, explain, goto, open_app, pick_sample, shot, wait_idle
+from playwright.sync_api import expect
 
 from models.samples import load_sample
 
@@ -26,49 +28,44 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SAMPLE = "demo-conflict-1"
 
 
+def shot(page, name: str) -> None:
+    _shot(page, f"views-{name}", tall=True)
+
+
 def shape_area(sample) -> np.ndarray:
     """The drawn shape's pixels, without the tag's (the demo data's own shape mask)."""
     return sample.shape_mask & ~sample.tag_mask  # they never overlap; kept explicit
 
 
 def set_samples(page, n: int) -> None:
-    page.get_by_text("Settings").first.click()
-    page.get_by_role("spinbutton", name="Samples").first.fill(str(n))
-    page.keyboard.press("Tab")
-    wait_idle(page)
+    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    enter(page, page.get_by_role("spinbutton", name="Samples").first, n, key="Tab")
 
 
 def expect_regions(page, names: list[str]) -> None:
     """Set the "Expected regions" box to exactly these handcrafted regions."""
     # clear what is chosen: each chosen item has its own "Remove <item>" button
     chips = page.locator("[data-testid='stMultiSelect'] button[aria-label^='Remove ']:visible")
-    while chips.count():
-        chips.first.click()
-        wait_idle(page)
+    left = chips.count()
+    while left:
+        click(page, chips.first)
+        left -= 1
+        expect(chips).to_have_count(left)
     for name in names:
         option = page.get_by_role("option", name=re.compile(rf"^{re.escape(name)} \(\d+\)$"))
-        for attempt in range(3):  # a rerun can take the focus away from the box mid-typing
-            box = page.get_by_role("combobox", name="Expected regions").first
-            box.click()
-            box.fill(name)  # the box filters its options as one types
-            try:
-                option.first.wait_for(timeout=15_000)
-                break
-            except Exception:
-                if attempt == 2:
-                    raise
-                page.keyboard.press("Escape")
-                wait_idle(page)
-        page.keyboard.press("Enter")
-        wait_idle(page)
-    page.keyboard.press("Escape")
-    wait_idle(page)
+        box = page.get_by_role("combobox", name="Expected regions").first
+        box.click()
+        box.fill(name)  # the box filters its options as one types
+        expect(option.first).to_be_visible()
+        rerun(page, lambda: page.keyboard.press("Enter"), what=f"choosing {name}")
+    page.keyboard.press("Escape")  # closes the list: no rerun
+    expect(chips).to_have_count(len(names))
 
 
-def metric(page, label: str) -> str:
+def metric(page, label: str):
+    """The value of the metric labelled ``label`` (a locator: expect(...) reads it)."""
     m = page.locator("[data-testid='stMetric']", has_text=label).first
-    m.wait_for(timeout=60_000)
-    return m.locator("[data-testid='stMetricValue']").inner_text().strip()
+    return m.locator("[data-testid='stMetricValue']")
 
 
 def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp_path):
@@ -79,76 +76,78 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
     open_app(page, app_url)
     pick_sample(page, SAMPLE)
     goto(page, "Craft regions")
-    page.get_by_role("button", name="Add the tag as a region").click()
-    wait_idle(page)
-    page.locator("[data-testid='stFileUploader']", has_text="Upload a mask").locator(
-        "input[type=file]"
-    ).set_input_files(str(mask))
-    page.get_by_role("button", name="Add the mask's regions").click()
-    wait_idle(page)
+    click(page, page.get_by_role("button", name="Add the tag as a region"))
+    rerun(
+        page,
+        lambda: (
+            page.locator("[data-testid='stFileUploader']", has_text="Upload a mask")
+            .locator("input[type=file]")
+            .set_input_files(str(mask))
+        ),
+        what="uploading the mask",
+    )
+    click(page, page.get_by_role("button", name="Add the mask's regions"))
+    expect(page.locator("input[value='shape.png 2']")).to_be_visible()
 
     goto(page, "Explain")
     set_samples(page, 400)
     explain(page)
     panel = page.get_by_text("Does the model look where you look?")
-    panel.first.wait_for(timeout=60_000)
+    expect(panel.first).to_be_visible()
 
     # the analyst expects the drawn shape: the model's top region (the tag) is not in it
     expect_regions(page, ["shape.png 2"])
-    assert metric(page, "Pointing game") == "miss"
-    mass = int(metric(page, "Relevance mass").rstrip("%"))
-    assert mass < 20
+    expect(metric(page, "Pointing game")).to_have_text("miss")
+    mass = metric(page, "Relevance mass")
+    expect(mass).to_have_text(re.compile(r"^\d+%$"))
+    assert int(mass.inner_text().strip().rstrip("%")) < 20
     warning = page.get_by_text(
         re.compile(r"The model's top region, 0 tag, is not one you expected")
     )
-    assert warning.first.is_visible()
+    expect(warning.first).to_be_visible()
     shot(page, "trust-expected-shape-1400")
 
     # they change their mind: the tag is what they expect the model to read
     expect_regions(page, ["tag"])
-    assert metric(page, "Pointing game") == "hit"
-    assert int(metric(page, "Relevance mass").rstrip("%")) > 80
-    assert page.get_by_text(
-        re.compile(r"The model's top region, 0 tag, is one you expected")
-    ).first.is_visible()
+    expect(metric(page, "Pointing game")).to_have_text("hit")
+    expect(mass).to_have_text(re.compile(r"^\d+%$"))
+    assert int(mass.inner_text().strip().rstrip("%")) > 80
+    expect(
+        page.get_by_text(re.compile(r"The model's top region, 0 tag, is one you expected")).first
+    ).to_be_visible()
 
     # a reload keeps the mark and the measure
-    page.reload()
-    page.wait_for_selector("h1", timeout=90_000)
-    wait_idle(page)
-    page.get_by_text("Does the model look where you look?").first.wait_for(timeout=60_000)
-    assert metric(page, "Pointing game") == "hit"
+    rerun(page, page.reload, what="reload")
+    expect(page.locator("h1").first).to_be_visible()
+    expect(page.get_by_text("Does the model look where you look?").first).to_be_visible()
+    expect(metric(page, "Pointing game")).to_have_text("hit")
 
     # Trust: the checks, with few samples to keep the test short
     goto(page, "Trust")
-    page.get_by_role("spinbutton", name="Samples").first.fill("300")
-    page.keyboard.press("Tab")
-    wait_idle(page)
-    page.get_by_role("button", name="Check the explanation").click()
+    enter(page, page.get_by_role("spinbutton", name="Samples").first, 300, key="Tab")
+    click(page, page.get_by_role("button", name="Check the explanation"), timeout=300_000)
     verdict = page.get_by_text(re.compile(r"^(Stable|Borderline|Unstable): .*repeats"))
-    verdict.first.wait_for(timeout=300_000)
-    wait_idle(page)
+    expect(verdict.first).to_be_visible()
     sentence = verdict.first.inner_text()
     assert "region" in sentence and "matter" in sentence, sentence
-    assert page.get_by_text(re.compile(r"^Regions that matter \d+")).first.is_visible()
+    expect(page.get_by_text(re.compile(r"^Regions that matter \d+")).first).to_be_visible()
     # sign consistency, greyed out by default
-    assert page.get_by_text("Sign consistency").first.is_visible()
+    expect(page.get_by_text("Sign consistency").first).to_be_visible()
     grey = page.get_by_role("checkbox", name="Grey out regions whose sign is not consistent")
-    assert grey.is_checked()
+    expect(grey).to_be_checked()
     flips = page.get_by_text(re.compile(r"^\d+ of \d+ regions change sign across the \d+ repeats"))
     if flips.count():  # near-zero regions usually do; the tag never
-        assert "(greyed out)" in flips.first.inner_text()
-        assert not re.search(r"\b0 tag \d", flips.first.inner_text())
-        grey.click(force=True)
-        wait_idle(page)
-        assert "(greyed out)" not in flips.first.inner_text()
-        grey.click(force=True)
-        wait_idle(page)
+        expect(flips.first).to_contain_text("(greyed out)")
+        expect(flips.first).not_to_have_text(re.compile(r"\b0 tag \d"))
+        rerun(page, lambda: grey.click(force=True), what="ungreying")
+        expect(flips.first).not_to_contain_text("(greyed out)")
+        rerun(page, lambda: grey.click(force=True), what="greying")
+        expect(flips.first).to_contain_text("(greyed out)")
     else:
-        assert page.get_by_text(re.compile(r"^Every region keeps one sign")).first.is_visible()
+        expect(page.get_by_text(re.compile(r"^Every region keeps one sign")).first).to_be_visible()
     # the field's metrics, each with a reading and a definition
     table = page.locator("[data-testid='stTable']", has_text="IROF").first
-    table.wait_for(timeout=60_000)
+    expect(table).to_be_visible()
     rows = table.locator("tbody tr").all_inner_texts()
     for name, reading in (
         ("IROF", "higher is better"),
@@ -162,9 +161,9 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
         assert re.search(r"\d\.\d{2,3}", row), row  # a value
     # both inpaint fills side by side, each with its time
     caps = page.get_by_text(re.compile(r"^inpaint(-each)?: top region \d+.*scored in [\d.]+ s"))
-    assert caps.count() == 2
+    expect(caps).to_have_count(2)
     # the localisation on Trust too
-    assert metric(page, "Pointing game") == "hit"
+    expect(metric(page, "Pointing game")).to_have_text("hit")
     shot(page, "trust-checks-1400")
 
     # the downloaded analysis carries the same numbers

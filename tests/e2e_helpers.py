@@ -1,0 +1,383 @@
+"""What the browser tests share: one way to wait for a Streamlit rerun, and the steps every page
+needs (open the app, go to a page, pick from a select box, take a screenshot).
+
+Waiting for a rerun without guessing (see ../shared/recipes/streamlit_rerun_wait.py): after a
+click or a typed value the rerun it causes may not have started yet, so "the status widget is
+gone" can hold before it, and a quick rerun may never show as running in the page at all. The
+server, though, starts every script run with a ``new_session`` message on the app's websocket
+and ends it with ``script_finished``; the browser sends every rerun request (with the value of
+every widget) as a ``rerun_script`` message on the same socket. :class:`Runs` reads both, so
+:func:`rerun` can wait for the very run that an action caused. Then the test checks what the
+page shows with Playwright's ``expect(...)``, which retries until it holds.
+
+Some reruns are caused by the page itself, after the run an action caused: a custom component
+reporting its first value (the drawing canvas reports its size once it is drawn; the column
+probe of ``pages/lib/display.py`` reports a narrow column). Those are named with ``new=``: the
+wait then lasts until each has been sent and the run it caused has finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from conftest import ARTIFACTS
+from playwright.sync_api import Page, expect
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+#: Generous: a loaded 2-core machine, and the first run of a fresh server loads the demo model.
+T = 120_000
+#: How often :func:`rerun` looks at what the websocket brought; Playwright dispatches the
+#: websocket's events while the test waits in a Playwright call. A poll, not a guessed wait.
+_POLL_MS = 20
+_EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN  # cut short by the next run: not the end of the work
+WIDE, NARROW = 1400, 800
+# Debugging (pytest -s): LIMECRAFT_E2E_RUNS=1 prints every run and request; =<pattern> also
+# the values of the widgets whose id matches the pattern.
+_PRINT = os.environ.get("LIMECRAFT_E2E_RUNS", "")
+expect.set_options(timeout=60_000)  # what the page shows, once the run is over: retried this long
+
+
+def _value(w) -> Any:
+    """A widget's value as sent in a rerun request (json values decoded)."""
+    kind = w.WhichOneof("value")
+    if kind is None:
+        return None
+    v = getattr(w, kind)
+    if kind == "json_value":
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+    if kind.endswith("_array_value"):
+        return list(v.data)
+    if kind == "file_uploader_state_value":
+        return [f.name for f in v.uploaded_file_info]
+    return v
+
+
+class Runs:
+    """The script runs of one page and the rerun requests it sent, read from its websockets.
+
+    Every event gets a number in the order the browser saw it: ``started`` (a run began),
+    ``finished`` (a run completed, not cut short by the next one) and ``sent`` (a rerun request
+    and its widget values by id).
+    """
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.seq = 0
+        self.last_start = 0  # the number of the newest run's start
+        self.done_start = 0  # the start number of the newest completed run
+        self.sent: list[tuple[int, dict[str, Any]]] = []
+        self.log: list[str] = []
+        self._t0 = time.monotonic()
+        page.on("websocket", self._socket)
+
+    def _socket(self, ws) -> None:
+        if not ws.url.endswith("/_stcore/stream"):
+            return
+        ws.on("framereceived", self._received)
+        ws.on("framesent", self._sent)
+
+    def _note(self, what: str) -> None:
+        line = f"{time.monotonic() - self._t0:8.3f} #{self.seq} {what}"
+        self.log.append(line)
+        if _PRINT:
+            print("runs:", line, flush=True)
+
+    # A listener that raises breaks the Playwright call in progress: these never raise.
+    def _received(self, payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        msg = ForwardMsg()
+        try:
+            msg.ParseFromString(bytes(payload))
+        except Exception:
+            return
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.seq += 1
+            self.last_start = self.seq
+            self._note("started")
+        elif kind == "script_finished":
+            self.seq += 1
+            status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
+            if msg.script_finished != _EARLY:
+                self.done_start = self.last_start
+            self._note(f"finished {status}")
+
+    def _sent(self, payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        msg = BackMsg()
+        try:
+            msg.ParseFromString(bytes(payload))
+        except Exception:
+            return
+        if msg.WhichOneof("type") != "rerun_script":
+            return
+        self.seq += 1
+        try:
+            values = {w.id: _value(w) for w in msg.rerun_script.widget_states.widgets}
+        except Exception:
+            values = {}
+        self.sent.append((self.seq, values))
+        shown = ""
+        if _PRINT not in ("", "1"):
+            shown = " " + str({i[-30:]: v for i, v in values.items() if re.search(_PRINT, i)})
+        self._note(
+            f"sent rerun ({msg.rerun_script.page_name or 'same page'}, {len(values)} widgets)"
+            + shown
+        )
+
+    # ------------------------------------------------------------------------- waiting
+
+    def _reported(self, mark: int, pattern: str) -> int | None:
+        """The number of the first request after ``mark`` with a widget whose id matches
+        ``pattern`` that the request before it did not have (a component's first report)."""
+        rx = re.compile(pattern)
+        before: dict[str, Any] = {}
+        for seq, values in self.sent:
+            if seq > mark and any(rx.search(i) and i not in before for i in values):
+                return seq
+            before = values
+        return None
+
+    def _carried(self, mark: int, key: str, want: Callable[[Any], bool]) -> int | None:
+        """The number of the first request after ``mark`` with a widget whose key matches
+        ``key`` (a pattern for the end of its id) and whose value passes ``want``."""
+        rx = re.compile(f"-(?:{key})$")
+        for seq, values in self.sent:
+            if seq > mark and any(rx.search(i) and want(v) for i, v in values.items()):
+                return seq
+        return None
+
+    def wait(
+        self,
+        mark: int,
+        *,
+        new: Iterable[str] = (),
+        values: dict[str, Any] | None = None,
+        timeout_ms: float = T,
+        what: str = "",
+    ) -> None:
+        """Until a run that started after event ``mark`` -- and after every request named by
+        ``new`` and ``values``, and after the last request sent since ``mark`` -- has
+        completed."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        wants = {
+            k: (v if callable(v) else (lambda x, v=v: x == v)) for k, v in (values or {}).items()
+        }
+        while True:
+            after = [mark]
+            missing = []
+            for p in new:
+                seq = self._reported(mark, p)
+                (after.append(seq) if seq else missing.append(f"a first value of {p!r}"))
+            for k, want in wants.items():
+                seq = self._carried(mark, k, want)
+                (after.append(seq) if seq else missing.append(f"the value of {k!r}"))
+            # and any later request the page sent by itself (a component's report): its run
+            if self.sent and self.sent[-1][0] > mark:
+                after.append(self.sent[-1][0])
+            if not missing and self.done_start > max(after):
+                return
+            if time.monotonic() > deadline:
+                tail = "\n".join(self.log[-25:])
+                raise AssertionError(
+                    f"{what or 'the action'}: no Streamlit run completed within "
+                    f"{timeout_ms / 1000:.0f} s"
+                    + (f" (still waiting for {', '.join(missing)})" if missing else "")
+                    + f"; the websocket's last events:\n{tail}"
+                )
+            self.page.wait_for_timeout(_POLL_MS)
+
+
+def track(page: Page) -> Page:
+    """Start reading the page's script runs; call it before the page's first ``goto``."""
+    page._limecraft_runs = Runs(page)
+    return page
+
+
+def runs(page: Page) -> Runs:
+    r = getattr(page, "_limecraft_runs", None)
+    assert r is not None, "track(page) must come before the page opens the app"
+    return r
+
+
+def rerun(
+    page: Page,
+    action: Callable[[], Any],
+    *,
+    new: Iterable[str] = (),
+    values: dict[str, Any] | None = None,
+    timeout: float = T,
+    what: str = "",
+) -> None:
+    """Do ``action`` (a click, a typed value, a file, a page address), then wait until the
+    script run it caused has completed.
+
+    ``new``: patterns of widget ids (custom components) whose first value the page sends by
+    itself after that run; also wait for those reports and the runs they cause.
+    ``values``: widget keys (patterns for the end of a widget id: the app's ``key=``) and the
+    value (or a test of it) a request must carry: for an action that sends several requests,
+    such as a slider moved one key press at a time.
+    """
+    r = runs(page)
+    mark = r.seq
+    action()
+    r.wait(mark, new=new, values=values, timeout_ms=timeout, what=what)
+
+
+def start(page: Page, action: Callable[[], Any], *, what: str = "") -> Callable[..., None]:
+    """Do ``action`` (one that starts a long run, such as Explain) and return a function that
+    waits for that run (or the run that replaced it, after a Cancel) to complete, so that the
+    test can watch the page while the run works."""
+    r = runs(page)
+    mark = r.seq
+    action()
+
+    def finished(timeout: float = T) -> None:
+        r.wait(mark, timeout_ms=timeout, what=what)
+
+    return finished
+
+
+# ----------------------------------------------------------------------------- page steps
+
+#: The custom components that report their first value by themselves once drawn, by page: the
+#: drawing canvas (its size) and, in a narrow window, the column probe it is sized by.
+CANVAS = r"-canvas-\d+$"
+
+
+def _narrow(page: Page) -> bool:
+    return page.viewport_size["width"] < 1000
+
+
+def open_app(page: Page, url: str, width: int = WIDE, path: str = "", height: int = 1000) -> None:
+    """The app at ``url/path``, ``width`` px wide, after its first run (and, in a narrow
+    window, after the rerun the main area's width probe causes)."""
+    page.set_viewport_size({"width": width, "height": height})
+    new = [r"-main_room$"] if width < 1000 else []
+    rerun(page, lambda: page.goto(f"{url}/{path}"), new=new, timeout=T, what=f"opening {url}")
+    expect(page.locator("h1").first).to_be_visible()
+
+
+def goto(page: Page, title: str) -> None:
+    """A page of the app by its link in the navigation; waits for its heading."""
+    new = []
+    if title == "Craft regions":
+        new = [CANVAS] + ([r"-canvas_room$"] if _narrow(page) else [])
+    rerun(page, lambda: page.get_by_role("link", name=title).click(), new=new, what=title)
+    heading = "LIMEcraft" if title == "Explain" else title
+    expect(page.locator("h1").filter(has_text=heading).first).to_be_visible()
+
+
+def pick(page: Page, option) -> None:
+    """Click ``option`` in an open select box's list: a rerun, unless it is the option
+    already chosen (then the list is closed, and nothing changes)."""
+    expect(option).to_be_visible()
+    if option.get_attribute("aria-selected") == "true":
+        page.keyboard.press("Escape")
+        expect(option).to_be_hidden()
+    else:
+        rerun(page, option.click, what=f"choosing {option}")
+
+
+def choose(page: Page, label: str, option: str, *, exact: bool = True) -> None:
+    """Pick ``option`` in the select box labelled ``label``."""
+    page.get_by_label(label).click()
+    pick(page, page.get_by_role("option", name=option, exact=exact))
+
+
+def enter(page: Page, box, value: object, key: str = "Enter", *, shown: bool = True) -> None:
+    """Type ``value`` into a text or number box and commit it (Enter, or Tab to leave it);
+    ``shown``: the box then shows it (False where the rerun may fold the box away). The value
+    the box already has sends no rerun (nothing changed): then nothing is typed."""
+    expect(box).to_be_visible()
+    if box.input_value() == str(value):
+        return
+
+    def act() -> None:
+        box.fill(str(value))
+        box.press(key)
+
+    rerun(page, act, what=f"typing {value}")
+    if shown:
+        expect(box).to_have_value(str(value))
+
+
+def click(page: Page, locator, *, timeout: float = T, new: Iterable[str] = ()) -> None:
+    """Click something that reruns the script (a button, a link, a radio option), and wait
+    for that run."""
+    rerun(page, locator.click, new=new, timeout=timeout, what=f"clicking {locator}")
+
+
+def images_loaded(page: Page) -> None:
+    """Until every picture of the page has loaded (for a screenshot)."""
+    page.wait_for_function("() => [...document.images].every(i => i.complete)", timeout=T)
+
+
+def shot(page: Page, name: str, *, tall: bool = False) -> None:
+    """A screenshot under test-artifacts/. ``tall``: Streamlit scrolls inside its main area,
+    so the viewport is made as tall as that area's content for the picture."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    if not tall:
+        images_loaded(page)
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        return
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+        " if (m) { m.scrollTo(0, 0); } window.scrollTo(0, 0);"
+        " return m ? m.scrollHeight : document.body.scrollHeight; }"
+    )
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, 600), 12_000)})
+    images_loaded(page)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
+def early_stop_off(page: Page) -> None:
+    """Explain's Settings (open): untick Early stop, so that every sample is scored."""
+    stop = page.get_by_role("checkbox", name="Early stop", exact=True)
+    expect(stop).to_be_checked()  # on by default
+    rerun(page, lambda: stop.click(force=True), what="unticking Early stop")
+    # its value box goes with it
+    expect(page.get_by_role("spinbutton", name="Early stop: value")).to_have_count(0)
+    expect(stop).not_to_be_checked()
+
+
+def pick_sample(page: Page, name: str) -> None:
+    """A picture from the sidebar's sample gallery."""
+    choose(page, "Sample gallery", name)
+
+
+def explain(page: Page, timeout: float = 180_000) -> None:
+    """Press Explain and wait for its result."""
+    click(page, page.get_by_role("button", name="Explain", exact=True), timeout=timeout)
+    expect(page.get_by_text(re.compile(r"^Explained \d+ regions"))).to_be_visible()
+    expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
+
+
+def download(page: Page, button) -> bytes:
+    """The file a download button gives (pressing it also reruns the script)."""
+    with page.expect_download(timeout=T) as d:
+        click(page, page.get_by_role("button", name=button))
+    with open(d.value.path(), "rb") as f:
+        return f.read()
+
+
+def uploader(page: Page, label: str):
+    """The file input of the upload control whose label has ``label``."""
+    return (
+        page.locator("[data-testid='stFileUploader']")
+        .filter(has_text=label)
+        .locator("input[type=file]")
+    )
