@@ -473,6 +473,7 @@ def test_cli_bad_input_exits_2_with_one_line(bad_files, capsys, case, extra, mat
     assert not (d / "pwned.txt").exists()
 
 
+@pytest.mark.slow
 def test_cli_subprocess_bad_files_have_no_traceback(bad_files):
     """Through the real entry point: a bomb and a booby-trapped model, one line each."""
     files = bad_files
