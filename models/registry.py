@@ -23,6 +23,7 @@ import torch
 from limecraft_core import Classifier, LimecraftError
 
 from . import zoo
+from .gate import gated
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -440,7 +441,7 @@ def load_classifier(
         size, norm = input_size or zs.input_size, normalize or "imagenet"
         names, name = labels or zs.categories, spec
     return Classifier(
-        module,
+        gated(module),  # unchanged unless a test holds the model (LIMECRAFT_TEST_GATE)
         input_size=size,
         normalize=norm,
         labels=names,

@@ -166,10 +166,27 @@ def stop_app(proc) -> None:
 
 
 @pytest.fixture(scope="session")
-def app_url():
-    proc, url, _ = start_app()
+def gate_folder(tmp_path_factory):
+    """The folder of the app server's model gate (models/gate.py): open unless a test holds it."""
+    return tmp_path_factory.mktemp("gate")
+
+
+@pytest.fixture(scope="session")
+def app_url(gate_folder):
+    proc, url, _ = start_app({"LIMECRAFT_TEST_GATE": str(gate_folder)})
     yield url
     stop_app(proc)
+
+
+@pytest.fixture
+def gate(gate_folder):
+    """The shared app server's model gate, open before and after the test."""
+    from models.gate import GateFiles
+
+    g = GateFiles(gate_folder)
+    g.release()
+    yield g
+    g.release()
 
 
 @pytest.fixture(scope="session")

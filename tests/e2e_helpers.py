@@ -235,6 +235,34 @@ def rerun(
     r.wait(mark, new=new, values=values, timeout_ms=timeout, what=what)
 
 
+def drive(
+    page: Page,
+    gate,
+    until: Callable[[], bool],
+    *,
+    timeout: float = T,
+    what: str = "",
+    settle: bool = False,
+) -> None:
+    """With the model held at the gate (``gate.hold()``, a :class:`models.gate.GateFiles`): let
+    it through one forward call at a time, each only when the page does not yet show what the
+    test waits for (``until()`` is false) and the model waits at the gate again, until
+    ``until()`` holds. The model stays held afterwards, so the page cannot run ahead of the test,
+    however fast the machine. ``settle``: then also until the model waits at the gate again
+    (the call let through last has finished, and what it led to has been sent to the page)."""
+    deadline = time.monotonic() + timeout / 1000
+    while not until() or (settle and not gate.held()):
+        if gate.held() and not until():
+            gate.grant(1)
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{what or 'the page'}: not shown after {timeout / 1000:.0f} s; the model passed "
+                f"{gate.passed()} forward calls ({gate.waiting()} waiting, allowed "
+                f"{gate.allowed()})"
+            )
+        page.wait_for_timeout(_POLL_MS)
+
+
 def start(page: Page, action: Callable[[], Any], *, what: str = "") -> Callable[..., None]:
     """Do ``action`` (one that starts a long run, such as Explain) and return a function that
     waits for that run (or the run that replaced it, after a Cancel) to complete, so that the

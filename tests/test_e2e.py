@@ -7,7 +7,18 @@ import re
 
 import numpy as np
 import pytest
-from e2e_helpers import CANVAS, choose, click, early_stop_off, enter, goto, open_app, rerun
+from e2e_helpers import (
+    CANVAS,
+    choose,
+    click,
+    drive,
+    early_stop_off,
+    enter,
+    goto,
+    open_app,
+    rerun,
+    start,
+)
 from e2e_helpers import shot as _shot
 from playwright.sync_api import expect
 
@@ -113,22 +124,29 @@ def test_the_whole_analyst_flow(page, app_url):
     shot(page, "6-export")
 
 
-def test_explain_shows_progress_and_can_be_cancelled(page, app_url):
+def test_explain_shows_progress_and_can_be_cancelled(page, app_url, gate):
     open_app(page, app_url, height=HEIGHT)
     page.get_by_text("Settings").click()  # an expander: no rerun
     samples = page.get_by_role("spinbutton", name="Samples", exact=True)
     enter(page, samples, 20000)
     early_stop_off(page)  # the demo image would be stable after a few hundred samples
-    page.get_by_role("button", name="Explain", exact=True).click()  # a long run: not waited for
+    # the model is held at the gate and let through call by call: the Explain is still running
+    # when Cancel is pressed, however fast the machine
+    gate.hold()
+    start(page, page.get_by_role("button", name="Explain", exact=True).click)
     # one steady line: passes done, then the time left once a few passes are timed
     # the time left reads "about 40 s left" or "about 4 min left", as the machine allows
-    expect(
-        page.get_by_text(re.compile(r"\d+/\d+ model passes · about \d+ (s|min) left"))
-    ).to_be_visible()
+    line = page.get_by_text(re.compile(r"\d+/\d+ model passes · about \d+ (s|min) left"))
+    drive(page, gate, lambda: line.count() > 0, what="the progress line")
+    expect(line).to_be_visible()
     shot(page, "7-progress")
-    # Cancel stops the Explain's run; the run it starts says so
-    click(page, page.get_by_role("button", name="Cancel"))
-    expect(page.get_by_text("Explain was cancelled")).to_be_visible()
+    # Cancel stops the Explain's run (at its next batch); the run it starts says so
+    cancelled = start(page, page.get_by_role("button", name="Cancel").click, what="Cancel")
+    told = page.get_by_text("Explain was cancelled")
+    drive(page, gate, lambda: told.count() > 0, what="the cancel")
+    cancelled()
+    gate.release()
+    expect(told).to_be_visible()
     expect(page.get_by_text("surrogate fidelity")).to_be_hidden()
     shot(page, "8-cancelled")
 

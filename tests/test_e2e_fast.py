@@ -9,7 +9,15 @@ import re
 
 import numpy as np
 import pytest
-from e2e_helpers import click, early_stop_off, enter, open_app, start
+from e2e_helpers import (
+    click,
+    drive,
+    early_stop_off,
+    enter,
+    images_loaded,
+    open_app,
+    start,
+)
 from e2e_helpers import shot as _shot
 from PIL import Image
 from playwright.sync_api import expect
@@ -68,17 +76,29 @@ def live_state(page) -> tuple[int, np.ndarray] | None:
     return int(m.group(1)), np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), np.int16)
 
 
-def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appears(page, app_url):
+def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appears(
+    page, app_url, gate
+):
     open_app(page, app_url)
     settings(page, 2000)  # early stop off: every step (200 samples, in whole batches) shows
+    # the model is held at the gate and let through one forward call at a time, only while the
+    # page shows no new live result: every step's result is seen, however fast the machine
+    gate.hold()
     explained = start(page, page.get_by_role("button", name="Explain", exact=True).click)
     seen: dict[int, np.ndarray] = {}
-    last = None
+    last: list[str | None] = [None]
+
+    def new_live() -> bool:
+        now = page.evaluate(NEXT_LIVE, last[0])
+        if now and now != "done":
+            last[0] = now
+        return bool(now)
+
     while True:  # each new live result, until Explain's result line replaces them
-        now = page.wait_for_function(NEXT_LIVE, arg=last, timeout=180_000).json_value()
-        if now == "done":
+        drive(page, gate, new_live, timeout=180_000, what="the next live result")
+        if page.evaluate(NEXT_LIVE, None) == "done":
             break
-        last = now
+        images_loaded(page)  # the model is held: the page shows this step until it is let on
         state = live_state(page)
         if state is not None and state[0] not in seen:
             seen[state[0]] = state[1]
@@ -86,6 +106,7 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
                 shot(page, "fast-1-live-first")
             if len(seen) == 3:
                 shot(page, "fast-2-live-later")
+    gate.release()
     counts = sorted(seen)
     assert len(counts) >= 2, counts  # at least two live results during one Explain
     assert all(c <= 2000 for c in counts) and counts[0] < 2000, counts
@@ -105,16 +126,24 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
     shot(page, "fast-3-final")
 
 
-def test_stop_here_keeps_the_result_so_far_without_scoring_it_again(page, app_url):
+def test_stop_here_keeps_the_result_so_far_without_scoring_it_again(page, app_url, gate):
     open_app(page, app_url)
     settings(page, 4000)
+    # the model is held at the gate and let through call by call until Stop shows; then it
+    # waits, so no later step can change the button before the click, however fast the machine
+    gate.hold()
     start(page, page.get_by_role("button", name="Explain", exact=True).click)
     stop = page.get_by_role("button", name=re.compile(r"Stop here and keep this result"))
-    expect(stop.first).to_be_visible(timeout=120_000)
+    drive(page, gate, lambda: stop.count() > 0, settle=True, what="Stop here")
+    expect(stop).to_have_count(1)
     label = stop.first.inner_text()
     kept = int(re.search(r"\((\d+) samples\)", label).group(1))
-    # Stop ends the Explain's run; the run it starts finishes with the samples so far
-    click(page, stop.first, timeout=120_000)
+    assert kept < 4000, label
+    # Stop ends the Explain's run; the run it starts finishes with the samples so far. The held
+    # run takes the Stop at its next step, so the model is let go once Stop is clicked
+    stopped = start(page, stop.first.click, what="Stop here")
+    gate.release()
+    stopped(timeout=120_000)
     done = page.get_by_text(re.compile(rf"^Explained \d+ regions.* with {kept} samples"))
     expect(done).to_be_visible()
     text = done.inner_text()
