@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from limecraft_core import Explanation  # noqa: E402
 from limecraft_core.cli import main as cli  # noqa: E402
-from limecraft_core.cli import write_demo_mixed  # noqa: E402
+from models.demo_data import write_demo_mixed  # noqa: E402
 
 #: Seeds never used to train the demo model (models/train_demo.py uses 20_240_601/2).
 ACCEPTANCE_SEED = 515_151

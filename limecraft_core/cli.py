@@ -551,66 +551,21 @@ def cmd_models(_a: argparse.Namespace) -> int:
 
 
 def cmd_demo_data(a: argparse.Namespace) -> int:
-    from models import demo
-
-    from .io import encode_png
+    from models.demo_data import write_demo
 
     out = _out_dir(a.out)
     if a.mixed and a.conflict:
         raise LimecraftError("give either --mixed or --conflict, not both")
     if a.mixed:
         return _demo_mixed(out, a.count, a.seed)
-    samples = demo.generate(a.count, seed=a.seed, mode="conflict" if a.conflict else "aligned")
-    entries: list[dict[str, Any]] = []
-    for i, s in enumerate(samples):
-        name = f"demo_{i:04d}"
-        (out / f"{name}.png").write_bytes(encode_png(s.image))
-        (out / f"{name}_tag.png").write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
-        shape = (s.shape_mask * 255).astype(np.uint8)  # the drawn shape, never the tag's pixels
-        (out / f"{name}_shape.png").write_bytes(encode_png(shape))
-        entries.append(_demo_entry(s, f"{name}.png", f"{name}_tag.png", f"{name}_shape.png"))
-    (out / "labels.json").write_text(json.dumps(entries, indent=2))
+    entries = write_demo(out, a.count, a.seed, mode="conflict" if a.conflict else "aligned")
     print(f"wrote {len(entries)} images, their tag and shape masks and labels.json to {out}")
     return 0
 
 
-def _demo_entry(s: Any, file: str, tag: str, shape: str, **more: Any) -> dict[str, Any]:
-    from models import demo
-
-    return {
-        "file": file,
-        "tag_mask": tag,
-        "shape_mask": shape,
-        "shape_class": int(s.shape_class),
-        "tag_class": int(s.tag_class),
-        "shape_label": demo.CLASS_NAMES[s.shape_class],
-        "tag_label": demo.CLASS_NAMES[s.tag_class],
-        **more,
-    }
-
-
-def write_demo_mixed(out: Path, count: int, seed: int) -> list[dict[str, Any]]:
-    """The audit layout of ``demo-data --mixed`` in ``out``: images/, masks/ (the drawn shapes,
-    the expected regions), tags/ and labels.json. Returns labels.json's entries."""
-    from models import demo
-
-    from .io import encode_png
-
-    folders = {k: out / k for k in ("images", "masks", "tags")}
-    for f in folders.values():
-        f.mkdir(parents=True, exist_ok=True)
-    entries = []
-    for i, (mode, s) in enumerate(demo.generate_mixed(count, seed=seed)):
-        name = f"demo_{i:04d}.png"
-        (folders["images"] / name).write_bytes(encode_png(s.image))
-        (folders["masks"] / name).write_bytes(encode_png((s.shape_mask * 255).astype(np.uint8)))
-        (folders["tags"] / name).write_bytes(encode_png((s.tag_mask * 255).astype(np.uint8)))
-        entries.append(_demo_entry(s, name, f"tags/{name}", f"masks/{name}", mode=mode))
-    (out / "labels.json").write_text(json.dumps(entries, indent=2))
-    return entries
-
-
 def _demo_mixed(out: Path, count: int, seed: int) -> int:
+    from models.demo_data import write_demo_mixed
+
     entries = write_demo_mixed(out, count, seed)
     n_conflict = sum(e["mode"] == "conflict" for e in entries)
     print(

@@ -19,8 +19,8 @@ from e2e_helpers import click, drive, enter, goto, open_app, rerun, start, uploa
 from e2e_helpers import shot as _shot
 from playwright.sync_api import expect
 
-from limecraft_core.cli import write_demo_mixed
 from limecraft_core.io import read_image
+from models.demo_data import write_demo_mixed
 from models.registry import load_classifier
 from pages.lib.audits import DEMO_SEED
 

@@ -452,7 +452,8 @@ def test_an_audit_through_the_cluster_gives_the_local_weights(cluster, monkeypat
     """python -m limecraft_core audit with LIMECRAFT_RAY_ADDRESS set scores on the deployment,
     several images in flight (their chunks meet in the replica's batches), and every image's
     weights and row are the local audit's."""
-    from limecraft_core.cli import main, write_demo_mixed
+    from limecraft_core.cli import main
+    from models.demo_data import write_demo_mixed
 
     data = tmp_path / "data"
     write_demo_mixed(data, 4, seed=8_080)

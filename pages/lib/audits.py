@@ -210,7 +210,7 @@ def dataset(folder: Path) -> Path:
 
 def write_demo_set(folder: Path, count: int = DEMO_COUNT, seed: int = DEMO_SEED) -> None:
     """The mixed demo set (aligned and conflict images, the drawn shapes as expected masks)."""
-    from limecraft_core.cli import write_demo_mixed
+    from models.demo_data import write_demo_mixed
 
     write_demo_mixed(dataset(folder), count, seed)
 
