@@ -5,7 +5,7 @@
    runs with its default settings, and its flags are scored against ``labels.json``: the
    positives are the conflict images whose prediction is the tag's class (the model follows the
    tag). Precision and recall are printed, with every miss.
-2. **Throughput** of ``python -m limecraft_core audit`` (the command's own path: reading,
+2. **Throughput** of ``python -m limecraft audit`` (the command's own path: reading,
    explaining, writing every image's files), for the demo model at N samples (early stop off,
    so every image scores exactly N), side by side in one run, round-robin over ``--rounds``
    rounds so a slow spell of the machine hits every variant alike:
@@ -48,8 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from limecraft.cli import main as cli  # noqa: E402
 from limecraft_core import Explanation  # noqa: E402
-from limecraft_core.cli import main as cli  # noqa: E402
 from models.demo_data import write_demo_mixed  # noqa: E402
 
 #: Seeds never used to train the demo model (models/train_demo.py uses 20_240_601/2).

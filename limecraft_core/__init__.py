@@ -1,7 +1,7 @@
 """LIMEcraft's engine: LIME over regions that mean something to a person.
 
 Pure, typed functions on arrays and tensors; no UI. File reading lives in
-``limecraft_core.io`` and the command line in ``python -m limecraft_core``.
+``limecraft_core.io`` and the command line in ``python -m limecraft``.
 """
 
 __version__ = "0.1.0"

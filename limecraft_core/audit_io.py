@@ -1,6 +1,6 @@
 """An audit's folder on disk: the edge between :mod:`limecraft_core.audit` and files.
 
-The command line (``python -m limecraft_core audit``) and the app's Audit page both write and
+The command line (``python -m limecraft audit``) and the app's Audit page both write and
 read this layout, so a folder (or a zip of it) made by one opens in the other::
 
     DIR/audit.json      format limecraft-audit: the settings, the model, the findings (plain
@@ -596,7 +596,7 @@ def load_audit(path: str | Path) -> LoadedAudit:
         inner = sorted(folder.rglob("audit.json"), key=lambda p: len(p.parts))
         if not inner:
             raise LimecraftError(
-                "no audit.json there: give the folder an audit wrote (python -m limecraft_core "
+                "no audit.json there: give the folder an audit wrote (python -m limecraft "
                 "audit ... --out DIR), or a zip of it"
             )
         folder = inner[0].parent

@@ -1,5 +1,5 @@
 """Demo data on disk: the demo model's synthetic pictures with their tag and shape masks and
-``labels.json``, in the flat layout of ``python -m limecraft_core demo-data`` or the audit layout of
+``labels.json``, in the flat layout of ``python -m limecraft demo-data`` or the audit layout of
 ``demo-data --mixed`` (which the app's Audit page writes too)."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-# Before torch starts its thread pool (see limecraft_core/__main__.py).
+# Before torch starts its thread pool (see limecraft/__main__.py).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse

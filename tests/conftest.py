@@ -2,7 +2,7 @@
 
 import os
 
-# Before torch is imported anywhere: see limecraft_core/__main__.py for why.
+# Before torch is imported anywhere: see limecraft/__main__.py for why.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Never try to download weights from a test.
 os.environ["LIMECRAFT_OFFLINE"] = "1"

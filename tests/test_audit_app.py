@@ -108,7 +108,7 @@ def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):
 @pytest.fixture(scope="module")
 def cli_audit(tmp_path_factory) -> Path:
     """A small audit made by the command line."""
-    from limecraft_core.cli import main
+    from limecraft.cli import main
 
     tmp = tmp_path_factory.mktemp("cli")
     data = tmp / "data"

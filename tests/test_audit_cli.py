@@ -1,4 +1,4 @@
-"""``python -m limecraft_core audit`` and ``demo-data --mixed``, as a user runs them: the shortcut
+"""``python -m limecraft audit`` and ``demo-data --mixed``, as a user runs them: the shortcut
 found in the demo set, the files written, bad images, resume after a kill, Ctrl-C, progress.
 
 The CLI runs in this process (``main(argv)``, what it prints captured), except where the process
@@ -22,9 +22,9 @@ import pytest
 from PIL import Image
 from tqdm import tqdm
 
+from limecraft.cli import main
 from limecraft_core import Explanation
 from limecraft_core.audit_io import load_audit
-from limecraft_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -41,7 +41,7 @@ class Result:
 
 
 def run(*args: str) -> Result:
-    """``python -m limecraft_core ARGS``, in this process: main's exit code (argparse's
+    """``python -m limecraft ARGS``, in this process: main's exit code (argparse's
     ``SystemExit`` code for a bad option) and its stdout and stderr.
 
     The audit's progress bar starts no tqdm monitor thread here: tqdm keeps that thread for the
@@ -60,9 +60,9 @@ def run(*args: str) -> Result:
 
 
 def spawn(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python -m limecraft_core ARGS`` as a process of its own."""
+    """``python -m limecraft ARGS`` as a process of its own."""
     return subprocess.run(
-        [sys.executable, "-m", "limecraft_core", *args],
+        [sys.executable, "-m", "limecraft", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -265,7 +265,7 @@ def _rows_written(out: Path) -> int:
 
 
 def _start(mixed: Path, out: Path, stderr=subprocess.PIPE) -> subprocess.Popen:
-    args = [sys.executable, "-m", "limecraft_core", "audit", str(mixed / "images"), "--model"]
+    args = [sys.executable, "-m", "limecraft", "audit", str(mixed / "images"), "--model"]
     args += ["demo", "--out", str(out), "--expected-masks", str(mixed / "masks"), *FAST]
     args += ["--limit", "8", "--in-flight", "1", "--early-stop", "none"]
     return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)

@@ -12,8 +12,8 @@ from bad_files import BAD_IMAGES, write_bad_files
 from PIL import Image
 from toys import ChannelMeans
 
+from limecraft.cli import main
 from limecraft_core import render
-from limecraft_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def files(tmp_path, photo):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "limecraft_core", *args],
+        [sys.executable, "-m", "limecraft", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -482,7 +482,7 @@ def test_cli_subprocess_bad_files_have_no_traceback(bad_files):
         [str(files / "good.png"), "--model", str(files / "evil.pt")],
     ):
         r = subprocess.run(
-            [sys.executable, "-m", "limecraft_core", "explain", *args, "--out", str(files / "o")],
+            [sys.executable, "-m", "limecraft", "explain", *args, "--out", str(files / "o")],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -15,7 +15,7 @@ import pytest
 from toys import ChannelMeans
 
 import limecraft_core as lc
-from limecraft_core import cli
+from limecraft import cli
 from limecraft_core._validate import as_float_image
 from limecraft_core.config import GROUPS, ExplainConfig, SegmentationConfig, fields
 from limecraft_core.limits import LIMITS, Limit
@@ -521,7 +521,7 @@ def test_docs_limits_table_has_a_row_for_every_setting():
 
 # ----------------------------------------------------------------------------- import direction
 
-FORBIDDEN_IN_ENGINE = {"models", "pages", "serving", "streamlit", "ray"}
+FORBIDDEN_IN_ENGINE = {"models", "pages", "serving", "limecraft", "streamlit", "ray"}
 
 
 def imported_top_names(path: Path) -> set[str]:
@@ -561,11 +561,29 @@ def test_the_engine_imports_no_outer_layer():
     files = sorted((ROOT / "limecraft_core").rglob("*.py"))
     assert len(files) >= 15
     bad = {
-        str(p.relative_to(ROOT)): sorted(imported_top_names(p) & FORBIDDEN_IN_ENGINE)
-        for p in files
-        if p.name not in ("cli.py", "__main__.py")
+        str(p.relative_to(ROOT)): sorted(imported_top_names(p) & FORBIDDEN_IN_ENGINE) for p in files
     }
     assert not {k: v for k, v in bad.items() if v}
+
+
+def test_the_command_line_is_an_edge_that_nothing_below_imports():
+    """``limecraft`` may import the engine, ``models`` and ``serving``; none of them, and not
+    the app, imports it (its ``__main__`` sets OMP_WAIT_POLICY before torch loads)."""
+    ours = sorted((ROOT / "limecraft").rglob("*.py"))
+    assert ours
+    up = {
+        str(p.relative_to(ROOT)): sorted(imported_top_names(p) & {"pages", "streamlit"})
+        for p in ours
+    }
+    assert not {k: v for k, v in up.items() if v}
+    below = [*(ROOT / f for f in ("models", "serving", "pages")), ROOT / "app.py"]
+    files = [p for b in below for p in ([b] if b.is_file() else sorted(b.rglob("*.py")))]
+    assert len(files) >= 10
+    bad = [str(p.relative_to(ROOT)) for p in files if "limecraft" in imported_top_names(p)]
+    assert not bad
+    # the package's __init__ imports nothing (python -m limecraft imports it before __main__)
+    init = imported_top_names(ROOT / "limecraft" / "__init__.py")
+    assert init <= {"__future__"}, init
 
 
 def test_models_import_neither_pages_nor_serving():

@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
+from limecraft.cli import main
 from limecraft_core import LimecraftError, explain
-from limecraft_core.cli import main
 from limecraft_core.edits import Edit, apply_edits
 from models import demo, registry
 from models.samples import load_sample, sample_names

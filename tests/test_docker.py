@@ -256,12 +256,14 @@ def test_build_context_has_the_app_and_no_secrets():
     needed = [
         p
         for p in tracked
-        if p.split("/")[0] in ("pages", "models", "limecraft_core", "serving", "docker")
+        if p.split("/")[0]
+        in ("pages", "models", "limecraft_core", "limecraft", "serving", "docker")
         and not p.endswith(".pyc")
     ]
     needed += ["app.py", "requirements.txt", ".streamlit/config.toml"]
     assert "models/weights/demo_cnn.pt" in needed and "pages/lib/auth.py" in needed
     assert "serving/workqueue.py" in needed  # the app's work queue and Ray client
+    assert "limecraft/cli.py" in needed  # the command line, in the image too
     missing = [p for p in needed if not in_build_context(p)]
     assert not missing, missing
     for secret in (".streamlit/secrets.toml", ".env", ".env.production", "x/secrets.toml"):

@@ -156,7 +156,7 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(
     write_demo_mixed(data, N_UPLOAD, seed=31_337)
     out = tmp_path / "cli-audit"
     p = subprocess.run(
-        [sys.executable, "-m", "limecraft_core", "audit", str(data / "images"), "--model",
+        [sys.executable, "-m", "limecraft", "audit", str(data / "images"), "--model",
          "demo", "--expected-masks", str(data / "masks"), "--out", str(out), "--limit", "4",
          "--samples", "200", "--quiet"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -156,7 +156,7 @@ def test_the_registry_and_the_cli_take_hub_specs(tmp_path, capsys):
     import numpy as np
     from PIL import Image
 
-    from limecraft_core.cli import main
+    from limecraft.cli import main
     from models.registry import load_classifier, model_info
 
     folder = tmp_path / "vit"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from limecraft.cli import main
 from limecraft_core import explain
-from limecraft_core.cli import main
 from models import demo, registry
 
 SEED = 791  # fresh conflict images: no other test uses this seed

@@ -12,7 +12,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 import limecraft_core as lc
-from limecraft_core.cli import main
+from limecraft.cli import main
 from models import registry
 from models.onnx_model import OnnxModule, inspect_onnx, load_onnx
 

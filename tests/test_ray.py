@@ -449,10 +449,10 @@ def test_registry_uses_the_cluster_from_env(cluster, monkeypatch, images, local_
 
 @pytest.mark.slow
 def test_an_audit_through_the_cluster_gives_the_local_weights(cluster, monkeypatch, tmp_path):
-    """python -m limecraft_core audit with LIMECRAFT_RAY_ADDRESS set scores on the deployment,
+    """python -m limecraft audit with LIMECRAFT_RAY_ADDRESS set scores on the deployment,
     several images in flight (their chunks meet in the replica's batches), and every image's
     weights and row are the local audit's."""
-    from limecraft_core.cli import main
+    from limecraft.cli import main
     from models.demo_data import write_demo_mixed
 
     data = tmp_path / "data"

@@ -359,7 +359,7 @@ with st.container(border=True):
     else:
         st.file_uploader(
             "The audit's folder, zipped", type=["zip"], key="audit_open_zip",
-            help="The --out folder of python -m limecraft_core audit (audit.json and images/)",
+            help="The --out folder of python -m limecraft audit (audit.json and images/)",
         )  # fmt: skip
         st.file_uploader(
             "or the folder itself", accept_multiple_files="directory", key="audit_open_dir"

@@ -1,4 +1,4 @@
-"""``python -m limecraft_core``; see :mod:`limecraft_core.cli`."""
+"""``python -m limecraft``; see :mod:`limecraft.cli`."""
 
 import os
 import sys

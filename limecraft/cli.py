@@ -1,4 +1,4 @@
-"""``python -m limecraft_core``: explain an image, audit a model over a folder of images, list
+"""``python -m limecraft``: explain an image, audit a model over a folder of images, list
 models, make demo data.
 
 Bad input ends with one line on stderr and exit code 2, never a traceback.
@@ -16,11 +16,11 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ._validate import Cancelled, LimecraftError
-from .audit import AUDIT_DEFAULTS, IN_FLIGHT
-from .classifier import ModelError
+from limecraft_core._validate import Cancelled, LimecraftError
+from limecraft_core.audit import AUDIT_DEFAULTS, IN_FLIGHT
+from limecraft_core.classifier import ModelError
 
-PROG = "python -m limecraft_core"
+PROG = "python -m limecraft"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,7 +46,7 @@ def _positive_int(name: str):
 
 def _setting_type(spec: Any):
     """argparse type for one setting: text to value, then checked by the schema's own rules."""
-    from .config import check_setting, parse_text
+    from limecraft_core.config import check_setting, parse_text
 
     def parse(s: str) -> Any:
         try:
@@ -62,7 +62,7 @@ def add_settings(parser: argparse.ArgumentParser, defaults: dict[str, Any] | Non
     """One flag per setting of ``limecraft_core.config``, grouped as the schema groups them;
     ``defaults`` are the command's own defaults where they differ from the schema's (the
     audit's), as its help says."""
-    from .config import GROUPS, fields
+    from limecraft_core.config import GROUPS, fields
 
     defaults = defaults or {}
     groups = {g: parser.add_argument_group(f"{g} settings") for g in GROUPS}
@@ -130,7 +130,7 @@ def _add_model_options(p: argparse.ArgumentParser, where: str) -> None:
 
 def _model_kwargs(a: argparse.Namespace, config: Any) -> dict[str, Any]:
     """``models.registry.load_classifier``'s keywords for the model options and settings."""
-    from .io import read_labels
+    from limecraft_core.io import read_labels
 
     return dict(
         input_size=a.input_size,
@@ -285,7 +285,7 @@ def _progress_printer(quiet: bool):
 
 def settings_from_args(a: argparse.Namespace):
     """The ExplainConfig of the flags given (the rest are the schema's defaults)."""
-    from .config import ExplainConfig, fields
+    from limecraft_core.config import ExplainConfig, fields
 
     return ExplainConfig.from_flat(
         {s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)}
@@ -293,11 +293,10 @@ def settings_from_args(a: argparse.Namespace):
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
+    from limecraft_core import render
+    from limecraft_core.explain import explain
+    from limecraft_core.io import encode_png, expected_area, read_image, read_label_map, read_mask
     from models.registry import load_classifier
-
-    from . import render
-    from .explain import explain
-    from .io import encode_png, expected_area, read_image, read_label_map, read_mask
 
     image = read_image(a.image)
     config = settings_from_args(a)
@@ -372,7 +371,7 @@ def _print_summary(
     result: Any, output_space: str, k: int, expected_mask: np.ndarray | None = None
 ) -> None:
     """The result in lines of ``name=value`` entries separated by '; ', one list item a line."""
-    from . import render
+    from limecraft_core import render
 
     label = json.dumps(result.class_labels[0], ensure_ascii=False)
     print(
@@ -601,15 +600,15 @@ def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any]:
 
 def audit_settings(a: argparse.Namespace):
     """The audit's ExplainConfig: its defaults (SLIC, 40 regions) under the flags given."""
-    from .audit import audit_config
-    from .config import fields
+    from limecraft_core.audit import audit_config
+    from limecraft_core.config import fields
 
     return audit_config({s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)})
 
 
 def _audit_images(a: argparse.Namespace) -> tuple[list[tuple[str, Path]], dict[str, Path]]:
     """The images to audit and their expected masks, checked before any model is loaded."""
-    from .audit_io import AuditFolder, list_images, match_masks
+    from limecraft_core.audit_io import AuditFolder, list_images, match_masks
 
     files = list_images(a.images)
     if a.limit is not None:
@@ -642,7 +641,7 @@ def _audit_explain(
     thread as it finishes. Returns False when Ctrl-C stopped it (everything finished is kept)."""
     from tqdm import tqdm
 
-    from .audit import run_audit
+    from limecraft_core.audit import run_audit
 
     inputs = {"model": a.model, "labels": a.labels, "arch": a.arch, **_onnx_inputs(scorer)}
     bar = tqdm(total=len(todo), unit="img", desc="audit", disable=a.quiet or not todo)
@@ -670,7 +669,7 @@ def _audit_explain(
 def cmd_audit(a: argparse.Namespace) -> int:
     import time
 
-    from .audit_io import AuditFolder, audit_items, settings_key
+    from limecraft_core.audit_io import AuditFolder, audit_items, settings_key
 
     config = audit_settings(a)
     files, masks = _audit_images(a)
