@@ -16,9 +16,10 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from limecraft_core._validate import Cancelled, LimecraftError
-from limecraft_core.audit import AUDIT_DEFAULTS, IN_FLIGHT
-from limecraft_core.classifier import ModelError
+# Only what the parser needs: the engine's settings schema and its errors, neither of which
+# imports torch or scikit-image, so --help answers at once (the commands import the rest).
+from limecraft_core._validate import Cancelled, LimecraftError, ModelError
+from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
 
 PROG = "python -m limecraft"
 

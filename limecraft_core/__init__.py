@@ -2,73 +2,107 @@
 
 Pure, typed functions on arrays and tensors; no UI. File reading lives in
 ``limecraft_core.io`` and the command line in ``python -m limecraft``.
+
+The public names below are imported on first use (PEP 562), so that ``import limecraft_core``
+and the settings schema (``limecraft_core.config``) need neither torch nor scikit-image: the
+command line's ``--help`` answers at once. ``from limecraft_core import explain`` and
+``limecraft_core.explain(...)`` work as they always did.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
 
 __version__ = "0.1.0"
 
-from ._validate import MAX_PIXELS, MIN_SIDE, Cancelled, LimecraftError
-from .classifier import Classifier, ModelError, resolve_device
-from .config import ExplainConfig
-from .edits import (
-    EDIT_FILLS,
-    EDIT_KINDS,
-    Edit,
-    EditResult,
-    apply_edit,
-    apply_edits,
-    transform_mask,
-)
-from .explain import OUTPUT_SPACES, as_scorer, explain
-from .perturbation import (
-    FILLS,
-    SCHEMES,
-    MaskCache,
-    MaskSample,
-    compose_batch,
-    inpaint,
-    make_fill,
-    perturbed_images,
-    sample_masks,
-)
-from .render import (
-    Heatmap,
-    TintedRegions,
-    boundaries,
-    colorbar,
-    delta_map,
-    heatmap,
-    overlay_legend,
-    region_map,
-    stack_vertically,
-    tinted_regions,
-    top_regions,
-    weight_overlay,
-)
-from .result import Explanation, RunInfo
-from .scorer import Scorer
-from .segmentation import (
-    METHODS,
-    Regions,
-    compose_regions,
-    masks_from_label_image,
-    merge_by_keys,
-    merge_regions,
-    regions_from_labels,
-    relabel,
-    segment,
-    segment_regions,
-    split_region,
-)
-from .stages import Partial
-from .surrogate import (
-    SurrogateFit,
-    cosine_distance,
-    exponential_kernel,
-    fit_ridge,
-    make_kernel,
-    uniform_kernel,
-)
-from .trust import TrustResults
+#: Each public name, by the submodule that defines it.
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "._validate": (
+        "MAX_PIXELS",
+        "MIN_SIDE",
+        "Cancelled",
+        "LimecraftError",
+        "ModelError",
+    ),
+    ".limits": (
+        "FILLS",
+        "METHODS",
+        "SCHEMES",
+    ),
+    ".classifier": (
+        "Classifier",
+        "resolve_device",
+    ),
+    ".config": ("ExplainConfig",),
+    ".edits": (
+        "EDIT_FILLS",
+        "EDIT_KINDS",
+        "Edit",
+        "EditResult",
+        "apply_edit",
+        "apply_edits",
+        "transform_mask",
+    ),
+    ".explain": (
+        "OUTPUT_SPACES",
+        "as_scorer",
+        "explain",
+    ),
+    ".perturbation": (
+        "MaskCache",
+        "MaskSample",
+        "compose_batch",
+        "inpaint",
+        "make_fill",
+        "perturbed_images",
+        "sample_masks",
+    ),
+    ".render": (
+        "Heatmap",
+        "TintedRegions",
+        "boundaries",
+        "colorbar",
+        "delta_map",
+        "heatmap",
+        "overlay_legend",
+        "region_map",
+        "stack_vertically",
+        "tinted_regions",
+        "top_regions",
+        "weight_overlay",
+    ),
+    ".result": (
+        "Explanation",
+        "RunInfo",
+    ),
+    ".scorer": ("Scorer",),
+    ".segmentation": (
+        "Regions",
+        "compose_regions",
+        "masks_from_label_image",
+        "merge_by_keys",
+        "merge_regions",
+        "regions_from_labels",
+        "relabel",
+        "segment",
+        "segment_regions",
+        "split_region",
+    ),
+    ".stages": ("Partial",),
+    ".surrogate": (
+        "SurrogateFit",
+        "cosine_distance",
+        "exponential_kernel",
+        "fit_ridge",
+        "make_kernel",
+        "uniform_kernel",
+    ),
+    ".trust": ("TrustResults",),
+}
+_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
 
 __all__ = [
     "EDIT_FILLS",
@@ -134,3 +168,37 @@ __all__ = [
     "uniform_kernel",
     "weight_overlay",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (imported from its submodule on first use), or a submodule by its name
+    (``limecraft_core.render``)."""
+    module = _WHERE.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The package's own module type, for one name. Importing the submodule
+    ``limecraft_core.explain`` binds it on the package by its name; the package's ``explain``
+    stays that submodule's function, as ``from .explain import explain`` kept it before."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "explain" and isinstance(value, types.ModuleType):
+            value = value.explain
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 
@@ -18,6 +19,25 @@ class LimecraftError(ValueError):
 
 class Cancelled(RuntimeError):
     """Raised when a long computation was cancelled through its ``cancel`` callback."""
+
+
+class ModelError(RuntimeError):
+    """The model failed or returned something unusable; the message says what and why."""
+
+
+_HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+def parse_colour(fill: str) -> np.ndarray | None:
+    """The RGB colour in [0, 1] of a fill named ``gray`` or ``black`` or given as ``#RRGGBB``;
+    None for any other string."""
+    if fill == "gray":
+        return np.array([0.5, 0.5, 0.5], np.float32)
+    if fill == "black":
+        return np.zeros(3, np.float32)
+    if _HEX.match(fill):
+        return np.array([int(fill[i : i + 2], 16) for i in (1, 3, 5)], np.float32) / 255.0
+    return None
 
 
 def as_float_image(image: np.ndarray) -> np.ndarray:

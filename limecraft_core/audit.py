@@ -43,7 +43,7 @@ import numpy as np
 
 from ._validate import Cancelled, LimecraftError, check_int
 from .classifier import ModelError
-from .config import ExplainConfig
+from .config import AUDIT_DEFAULTS, IN_FLIGHT, ExplainConfig
 from .limits import THRESHOLDS
 from .result import Explanation
 from .scorer import Scorer
@@ -68,23 +68,10 @@ __all__ = [
     "touches_border",
 ]
 
-#: The audit's settings unless given (the rest are explain's defaults):
-#:
-#: - its regions are the app's, SLIC with about 40: lime's quickshift parameters (explain's
-#:   default) give 10-20 large regions on a 128 px image, which mix a small marker with its
-#:   background, so hiding the region no longer hides the marker;
-#: - a hidden region is inpainted from the pixels kept around it (``inpaint``, as Inspect's
-#:   remove edit does): a marker of flat colour split over two superpixels keeps its colour under
-#:   the mean fill (the mean of a flat region is the region), so hiding it changes nothing. On 60
-#:   fresh demo images (bench/bench_audit.py's set) the mean fill missed 3 of the 30 images whose
-#:   prediction follows the tag; inpaint and blur missed none, with no false alarm.
-AUDIT_DEFAULTS: dict[str, Any] = {"segmentation": "slic", "n_segments": 40, "fill": "inpaint"}
 #: Cells on each side of the location map (normalised image coordinates).
 MAP_GRID = 64
 #: The border frame of the location map's summary: this share of each side.
 FRAME = 0.1
-#: Images explained at once by default: their chunks share the scorer (see run_audit).
-IN_FLIGHT = 4
 
 DEPENDENCE = THRESHOLDS["audit_dependence"]
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._validate import LimecraftError, as_float_image, check_choice, check_int
+from ._validate import LimecraftError, ModelError, as_float_image, check_choice, check_int
 
 __all__ = [
     "NORMALIZATIONS",
@@ -57,10 +57,6 @@ def cpu_has_native_bf16() -> bool:
     except OSError:  # not Linux: fp32
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-class ModelError(RuntimeError):
-    """The model failed or returned something unusable; the message says what and why."""
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

@@ -9,7 +9,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LIMITS", "THRESHOLDS", "Limit"]
+from ._validate import MAX_PIXELS
+
+__all__ = ["FILLS", "LIMITS", "METHODS", "PARAM_RANGES", "SCHEMES", "THRESHOLDS", "Limit"]
+
+# The choices of the settings whose values are names. They live here, beside the ranges, so that
+# the settings schema (``config``) needs neither torch nor scikit-image: ``perturbation`` and
+# ``segmentation`` import them from here.
+#: Perturbation sampling schemes (see :func:`limecraft_core.perturbation.sample_masks`).
+SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
+#: Fills by name; a ``#RRGGBB`` colour is a fill too (see :func:`~limecraft_core.make_fill`).
+FILLS = ("mean", "gray", "black", "blur", "inpaint", "inpaint-each")
+#: Superpixel methods (see :func:`limecraft_core.segmentation.segment`).
+METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
+#: Valid range of every segmentation method parameter: (low, high, low is open, is an integer).
+PARAM_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "n_segments": (1, 5000, False, True),
+    "kernel_size": (1.0, 100.0, False, False),
+    "max_dist": (0.0, 10_000.0, True, False),
+    "ratio": (0.0, 1.0, False, False),
+    "compactness": (0.0, 1000.0, False, False),
+    "sigma": (0.0, 100.0, False, False),
+    "scale": (0.0, 1e9, True, False),
+    "min_size": (1, MAX_PIXELS, False, True),
+}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ its fill is the marker :data:`PER_MASK` (NaN) and each batch is inpainted as it 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
@@ -19,7 +18,15 @@ import torch.nn.functional as F
 from scipy import ndimage as ndi
 from scipy.special import gammaln
 
-from ._validate import Cancelled, LimecraftError, as_float_image, check_float, check_int
+from ._validate import (
+    Cancelled,
+    LimecraftError,
+    as_float_image,
+    check_float,
+    check_int,
+    parse_colour,
+)
+from .limits import FILLS, SCHEMES
 from .surrogate import make_kernel
 
 __all__ = [
@@ -36,8 +43,6 @@ __all__ = [
     "sample_masks",
 ]
 
-SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
-FILLS = ("mean", "gray", "black", "blur", "inpaint", "inpaint-each")
 
 #: The fill value that stands for "inpaint each perturbation": a fill image whose values are NaN
 #: (what :func:`make_fill` gives for ``inpaint``). :func:`compose_batch` recognises it and fills
@@ -49,8 +54,6 @@ PER_MASK = float("nan")
 #: A fill is a name from FILLS, a ``#RRGGBB`` colour, or a callable
 #: ``(image (H, W, 3) float32, labels (H, W) int) -> (H, W, 3) float32``.
 Fill = Union[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]  # noqa: UP007 (a runtime alias)
-
-_HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 
 
 @dataclass(frozen=True)
@@ -177,21 +180,11 @@ def sample_masks(
 # --------------------------------------------------------------------------- fills
 
 
-def _parse_colour(fill: str) -> np.ndarray | None:
-    if fill == "gray":
-        return np.array([0.5, 0.5, 0.5], np.float32)
-    if fill == "black":
-        return np.zeros(3, np.float32)
-    if _HEX.match(fill):
-        return np.array([int(fill[i : i + 2], 16) for i in (1, 3, 5)], np.float32) / 255.0
-    return None
-
-
 def check_fill(fill: Fill) -> Fill:
     """Return ``fill`` if it is valid, else raise LimecraftError listing the choices."""
     if callable(fill):
         return fill
-    if isinstance(fill, str) and (fill in FILLS or _parse_colour(fill) is not None):
+    if isinstance(fill, str) and (fill in FILLS or parse_colour(fill) is not None):
         return fill
     raise LimecraftError(
         f"fill must be one of {', '.join(FILLS)} or a colour like #808080; got {fill!r}"
@@ -403,7 +396,7 @@ def make_fill(
         if not np.isfinite(out).all():
             raise LimecraftError("a fill function must return finite values in [0, 1]")
         return np.clip(out, 0.0, 1.0)
-    colour = _parse_colour(fill)
+    colour = parse_colour(fill)
     if colour is not None:
         return np.broadcast_to(colour, img.shape).copy()
     if fill == "mean":

@@ -27,7 +27,7 @@ from ._validate import (
     check_int,
     check_label_map,
 )
-from .limits import LIMITS
+from .limits import LIMITS, METHODS, PARAM_RANGES
 
 __all__ = [
     "METHODS",
@@ -44,7 +44,6 @@ __all__ = [
     "split_region",
 ]
 
-METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
 #: Segmentation runs on a copy whose longer side is at most this many pixels; labels are
 #: scaled back to the image's own size. Keeps 12-megapixel photos fast.
 DEFAULT_WORKING_SIZE = 512
@@ -86,18 +85,6 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "felzenszwalb": {"scale": 100.0, "sigma": 0.5, "min_size": 50},
     "watershed": {"n_segments": 50, "compactness": 0.001},
     "grid": {"n_segments": 49},
-}
-
-#: Valid range of every method parameter: (low, high, low is open, is an integer).
-PARAM_RANGES: dict[str, tuple[float, float, bool, bool]] = {
-    "n_segments": (1, 5000, False, True),
-    "kernel_size": (1.0, 100.0, False, False),
-    "max_dist": (0.0, 10_000.0, True, False),
-    "ratio": (0.0, 1.0, False, False),
-    "compactness": (0.0, 1000.0, False, False),
-    "sigma": (0.0, 100.0, False, False),
-    "scale": (0.0, 1e9, True, False),
-    "min_size": (1, MAX_PIXELS, False, True),
 }
 
 

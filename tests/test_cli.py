@@ -492,3 +492,35 @@ def test_cli_subprocess_bad_files_have_no_traceback(bad_files):
         assert r.returncode == 2, r.stderr
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert not (files / "pwned.txt").exists()
+
+
+def test_help_imports_neither_torch_nor_scikit_image():
+    """--help answers at once: the parser needs the settings schema only (the commands import
+    the rest when they run)."""
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "limecraft", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("usage: python -m limecraft"), r.stdout[:200]
+    imported = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in r.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "limecraft_core" in imported  # the check sees the engine's imports
+    assert not imported & {"torch", "skimage", "scipy", "models", "serving"}, sorted(imported)
+
+
+def test_the_engine_and_its_settings_import_without_torch():
+    code = (
+        "import sys, limecraft_core, limecraft_core.config, limecraft_core.limits; "
+        "print(sorted(m for m in ('torch', 'skimage', 'scipy') if m in sys.modules))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
