@@ -9,7 +9,13 @@ os.environ["LIMECRAFT_OFFLINE"] = "1"
 # precision="auto" picks bf16 on CPUs with native bf16; the tests' expected values (goldens)
 # are fp32 on every machine. Tests of the automatic choice set this themselves.
 os.environ.setdefault("LIMECRAFT_CPU_BF16", "0")
+# Under pytest-xdist the test processes share the cores: each (and the app servers and command
+# lines it starts) gets its share of threads, rather than each taking them all.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ.setdefault("OMP_NUM_THREADS", str(_share))
 
+import ast
 import atexit
 import shutil
 import tempfile
@@ -37,12 +43,66 @@ hypothesis_settings.load_profile(
 )
 
 
+def _bf16(item) -> bool:
+    return item.get_closest_marker("bf16") is not None
+
+
+def _browser(item) -> bool:
+    return item.get_closest_marker("browser") is not None
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``bf16`` run a model under CPU bf16 autocast (forced, or chosen by
     precision="auto" with native bf16 injected). That can leave oneDNN in a state that moves a
     later fp32 result by an ulp, so they run last in their process, where no later test can see
-    it. The sort is stable: every other test keeps its order."""
-    items.sort(key=lambda item: item.get_closest_marker("bf16") is not None)
+    it. The sort is stable: every other test keeps its order. Under pytest-xdist the browser
+    tests also come first, as the longest unit of work (see :func:`pytest_xdist_make_scheduler`)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: (_bf16(item), not _browser(item)))
+    else:
+        items.sort(key=_bf16)
+
+
+def _units() -> tuple[set[str], set[tuple[str, str]]]:
+    """The browser test files and the bf16 tests (file name, function), read from the test
+    files' source: pytest-xdist's controller sees test ids only, not their marks."""
+    browser, bf16 = set(), set()
+    for p in sorted(Path(__file__).parent.glob("test_*.py")):
+        text = p.read_text()
+        if "pytest.mark.browser" in text:
+            browser.add(p.name)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef) and any(
+                ast.unparse(d) == "pytest.mark.bf16" for d in node.decorator_list
+            ):
+                bf16.add((p.name, node.name))
+    return browser, bf16
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Units of work that each go whole to one test process: the browser tests together (they
+    share one app server and one Chromium), every other test file as one unit (module fixtures
+    such as the Ray cluster start once), and the bf16 tests as the last unit, so that nothing
+    runs after them in their process. The units keep the collection's order (browser first, bf16
+    last: :func:`pytest_collection_modifyitems`, and ``--no-loadscope-reorder``).
+
+    (pytest-xdist's own ``xdist_group`` marks rename test ids in a way pytest 9 ignores, so the
+    units are named here.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    browser, bf16 = _units()
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path, _, rest = nodeid.partition("::")
+            name = path.rsplit("/", 1)[-1]
+            if (name, rest.split("[", 1)[0]) in bf16:
+                return "bf16"
+            if name in browser:
+                return "browser"
+            return path
+
+    return Units(config, log)
 
 
 @pytest.fixture
