@@ -263,6 +263,17 @@ def drive(
         page.wait_for_timeout(_POLL_MS)
 
 
+def poll(page: Page, read: Callable[[], Any], *, timeout: float = 30_000, what: str = "") -> Any:
+    """``read()``'s first result that is not None, read again every few ms for a value that
+    the page computes in Python's hands (bytes fetched from the app), where ``expect`` cannot."""
+    deadline = time.monotonic() + timeout / 1000
+    while (value := read()) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what or 'the value'}: not read within {timeout / 1000:.0f} s")
+        page.wait_for_timeout(_POLL_MS)
+    return value
+
+
 def start(page: Page, action: Callable[[], Any], *, what: str = "") -> Callable[..., None]:
     """Do ``action`` (one that starts a long run, such as Explain) and return a function that
     waits for that run (or the run that replaced it, after a Cancel) to complete, so that the
@@ -409,3 +420,44 @@ def uploader(page: Page, label: str):
         .filter(has_text=label)
         .locator("input[type=file]")
     )
+
+
+def upload(
+    page: Page,
+    field,
+    files,
+    *,
+    new: Iterable[str] = (),
+    what: str = "",
+    retry_ms: float = 20_000,
+) -> None:
+    """Give the upload control's file input ``field`` ``files`` (a path or a list of paths) and
+    wait for the run the upload caused (and, as for :func:`rerun`, the reports named by
+    ``new``).
+
+    The control's button is waited for first. A file set on the input while the page is still
+    rendering the control can be lost without a trace: seen once under heavy load, when no
+    request at all went out within two minutes. So when nothing has been sent after
+    ``retry_ms`` and the control lists none of the files, they are set once more; once a request
+    has gone out, or a file shows, the wait goes on to its full length."""
+    box = field.locator("xpath=ancestor::*[@data-testid='stFileUploader'][1]")
+    expect(box.get_by_role("button").first).to_be_enabled()
+    names = [os.path.basename(str(f)) for f in (files if isinstance(files, list) else [files])]
+    r = runs(page)
+    mark = r.seq
+    field.set_input_files(files)
+    try:
+        r.wait(mark, new=new, timeout_ms=retry_ms, what=what)
+        return
+    except AssertionError:
+        sent = any(seq > mark for seq, _ in r.sent)
+        listed = box.locator("[data-testid='stFileChipName']").filter(
+            has_text=re.compile("|".join(re.escape(n) for n in names))
+        )
+        if sent or listed.count() > 0:
+            r.wait(mark, new=new, timeout_ms=T, what=what)
+            return
+    r._note(f"no request {retry_ms / 1000:.0f} s after setting {names}: set again")
+    mark = r.seq
+    field.set_input_files(files)
+    r.wait(mark, new=new, timeout_ms=T, what=what)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from e2e_helpers import click, drive, enter, goto, open_app, rerun, start, uploader
+from e2e_helpers import click, drive, enter, goto, open_app, rerun, start, upload, uploader
 from e2e_helpers import shot as _shot
 from playwright.sync_api import expect
 
@@ -168,9 +168,10 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(
 
     open_audit_page(page, app_url)
     click(page, page.get_by_text("Open a finished audit"))
-    rerun(
+    upload(
         page,
-        lambda: uploader(page, "The audit's folder, zipped").set_input_files(str(zipped)),
+        uploader(page, "The audit's folder, zipped"),
+        str(zipped),
         what="uploading the CLI's audit",
     )
     click(page, page.get_by_role("button", name="Open the audit"), timeout=240_000)
@@ -190,11 +191,7 @@ def test_a_cli_audit_opens_here_and_an_upload_is_cancelled_then_resumed(
             for f in sorted((data / sub).iterdir()):
                 z.write(f, f"{sub}/{f.name}")
     click(page, page.get_by_text("Upload images"))
-    rerun(
-        page,
-        lambda: uploader(page, "A zip of images").set_input_files(str(images)),
-        what="uploading the images",
-    )
+    upload(page, uploader(page, "A zip of images"), str(images), what="uploading the images")
     # the model is held at the gate and let through call by call until the first image is
     # done: Cancel then comes before the end, however fast the machine
     gate.hold()

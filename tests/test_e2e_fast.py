@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+from itertools import combinations
 from urllib.parse import urljoin
 
 import numpy as np
@@ -19,6 +20,7 @@ from e2e_helpers import (
     images_loaded,
     open_app,
     pick_sample,
+    poll,
     start,
 )
 from e2e_helpers import shot as _shot
@@ -112,8 +114,9 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
         if page.evaluate(NEXT_LIVE, None) == "done":
             break
         images_loaded(page)  # the model is held: the page shows this step until it is let on
-        state = live_state(page)
-        if state is not None and state[0] not in seen:
+        state = poll(page, lambda: live_state(page), what=f"the live result at {last[0]}")
+        assert str(state[0]) == last[0], (state[0], last[0])  # held: the page cannot move on
+        if state[0] not in seen:
             seen[state[0]] = state[1]
             if len(seen) == 1:
                 shot(page, "fast-1-live-first")
@@ -123,10 +126,13 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
     counts = sorted(seen)
     assert len(counts) >= 2, counts  # at least two live results during one Explain
     assert all(c <= 2000 for c in counts) and counts[0] < 2000, counts
-    first, final = seen[counts[0]], seen[counts[-1]]
-    assert first.shape == final.shape
-    # the weights changed: the tinted picture differs between the two moments
-    assert np.abs(first - final).max() > 40, (counts[0], counts[-1])
+    assert len({seen[c].shape for c in counts}) == 1
+    # the weights changed while it ran: the tinted picture differs between two of its steps.
+    # Not "the first differs from the last": the top regions can change and change back (on
+    # some CPUs this image's first and last live pictures are nearly the same while the steps
+    # between differ)
+    changes = {(a, b): int(np.abs(seen[a] - seen[b]).max()) for a, b in combinations(counts, 2)}
+    assert max(changes.values()) > 40, changes
     explained(timeout=180_000)
     expect(
         page.get_by_text(re.compile(r"^Explained \d+ regions.* with 2000 samples"))

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from e2e_helpers import CANVAS, choose, click, enter, goto, rerun, track
+from e2e_helpers import CANVAS, choose, click, enter, goto, rerun, track, upload
 from e2e_helpers import open_app as _open_app
 from e2e_helpers import shot as _shot
 from PIL import Image
@@ -188,11 +188,10 @@ def test_a_new_image_keeps_the_previous_analysis(page, app_url, tmp_path):
     photo = tmp_path / "coffee.png"
     photo.write_bytes(_png(load_sample("coffee").image[:160, :240]))
     # on Craft: the new image gets a fresh canvas, which reports its size (a rerun)
-    rerun(
+    upload(
         page,
-        lambda: page.locator("[data-testid='stSidebar'] input[type=file]").first.set_input_files(
-            str(photo)
-        ),
+        page.locator("[data-testid='stSidebar'] input[type=file]").first,
+        str(photo),
         new=[CANVAS],
         what="uploading coffee.png",
     )
@@ -247,9 +246,10 @@ def test_export_then_restore_in_a_fresh_browser(page, app_url, browser, tmp_path
     open_app(other, page.url.split("/export")[0].split("?")[0])
     expect(other.get_by_text("surrogate fidelity")).to_be_hidden()
     goto(other, "Export")
-    rerun(
+    upload(
         other,
-        lambda: other.locator("input[type=file][accept*='json']").set_input_files(path),
+        other.locator("input[type=file][accept*='json']"),
+        path,
         what="restoring the analysis",
     )
     expect(other.get_by_role("button", name=re.compile(r"^Analysis \(JSON\)"))).to_be_visible()

@@ -10,7 +10,17 @@ import re
 import numpy as np
 import onnx
 import pytest
-from e2e_helpers import click, download, enter, explain, goto, open_app, pick, rerun, uploader
+from e2e_helpers import (
+    click,
+    download,
+    enter,
+    explain,
+    goto,
+    open_app,
+    pick,
+    upload,
+    uploader,
+)
 from e2e_helpers import shot as _shot
 from onnx import TensorProto, helper, numpy_helper
 from playwright.sync_api import expect
@@ -69,7 +79,7 @@ def test_a_keras_style_onnx_model_with_metadata_labels_end_to_end(page, app_url,
     open_app(page, app_url)
     side = page.locator("[data-testid='stSidebar']")
     page.get_by_text("Upload your own model").click()  # an expander: no rerun
-    rerun(page, lambda: uploader(page, "Model file").set_input_files(str(model)), what="upload")
+    upload(page, uploader(page, "Model file"), str(model), what="upload")
     expect(side.get_by_text("keras_model.onnx", exact=True).first).to_be_visible()
     click(page, page.get_by_role("button", name="Use this model"))
     note = page.get_by_text("Now using").first

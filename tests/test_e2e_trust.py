@@ -16,7 +16,18 @@ import re
 
 import numpy as np
 import pytest
-from e2e_helpers import click, download, enter, explain, goto, open_app, pick_sample, rerun
+from e2e_helpers import (
+    click,
+    download,
+    enter,
+    explain,
+    goto,
+    open_app,
+    pick_sample,
+    rerun,
+    upload,
+    uploader,
+)
 from e2e_helpers import shot as _shot
 from PIL import Image
 from playwright.sync_api import expect
@@ -77,15 +88,7 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
     pick_sample(page, SAMPLE)
     goto(page, "Craft regions")
     click(page, page.get_by_role("button", name="Add the tag as a region"))
-    rerun(
-        page,
-        lambda: (
-            page.locator("[data-testid='stFileUploader']", has_text="Upload a mask")
-            .locator("input[type=file]")
-            .set_input_files(str(mask))
-        ),
-        what="uploading the mask",
-    )
+    upload(page, uploader(page, "Upload a mask"), str(mask), what="uploading the mask")
     click(page, page.get_by_role("button", name="Add the mask's regions"))
     expect(page.locator("input[value='shape.png 2']")).to_be_visible()
 

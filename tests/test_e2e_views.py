@@ -31,6 +31,7 @@ from e2e_helpers import (
     pick_sample,
     rerun,
     start,
+    upload,
     uploader,
 )
 from e2e_helpers import shot as _shot
@@ -295,7 +296,7 @@ def test_your_own_model_keeps_its_name_and_labels_everywhere(page, app_url, tmp_
     open_app(page, app_url)
     page.get_by_text("Upload your own model").click()  # an expander: no rerun
     # a bad file: one sentence, next to the button, naming the file as the user knows it
-    rerun(page, lambda: uploader(page, "Model file").set_input_files(str(junk)), what="upload")
+    upload(page, uploader(page, "Model file"), str(junk), what="upload")
     expect(page.get_by_text("broken.pt2").first).to_be_visible()  # listed: the upload is in
     click(page, page.get_by_role("button", name="Use this model"))
     err = page.get_by_text(re.compile("That model was not used")).first
@@ -307,9 +308,9 @@ def test_your_own_model_keeps_its_name_and_labels_everywhere(page, app_url, tmp_
     # one file after the other, as a person picks them: two pickers set within the same
     # millisecond raced the first upload's rerun and the second file was dropped (seen in CI)
     side = page.locator("[data-testid='stSidebar']")
-    rerun(page, lambda: uploader(page, "Model file").set_input_files(str(model)), what="upload")
+    upload(page, uploader(page, "Model file"), str(model), what="upload")
     expect(side.get_by_text("m.pt2", exact=True).first).to_be_visible()
-    rerun(page, lambda: uploader(page, "Labels").set_input_files(str(labels)), what="upload")
+    upload(page, uploader(page, "Labels"), str(labels), what="upload")
     expect(side.get_by_text("labels.txt").first).to_be_visible()
     click(page, page.get_by_role("button", name="Use this model"))
     expect(page.get_by_text("Now using").first).to_contain_text("m.pt2")
@@ -409,11 +410,10 @@ def test_feedback_lands_where_the_user_acted(page, app_url, tmp_path):
     bad = tmp_path / "holiday.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n" + b"not really" * 20)
     open_app(page, app_url)
-    rerun(
+    upload(
         page,
-        lambda: page.locator("[data-testid='stSidebar'] input[type=file]").first.set_input_files(
-            str(bad)
-        ),
+        page.locator("[data-testid='stSidebar'] input[type=file]").first,
+        str(bad),
         what="uploading holiday.png",
     )
     # in the main area, where the user looks, and under the upload control
