@@ -1,6 +1,6 @@
 """The settings schema (issue 13): one schema, reachable from the CLI, round-tripping through JSON,
 validated at construction, recording what ran; one limits table used by the engine, the CLI and
-docs/limits.md; layers that import one way; and the size rules of the engine's functions."""
+docs/limits.md; and the size rules of the engine's functions."""
 
 from __future__ import annotations
 
@@ -517,83 +517,6 @@ def test_docs_limits_table_has_a_row_for_every_setting():
         assert row is not None, f"docs/limits.md has no Parameters row for `{name}`"
         for choice in s.choices:
             assert f"`{choice}`" in row, (name, choice)
-
-
-# ----------------------------------------------------------------------------- import direction
-
-FORBIDDEN_IN_ENGINE = {"models", "pages", "serving", "limecraft", "streamlit", "ray"}
-
-
-def imported_top_names(path: Path) -> set[str]:
-    """Top-level package names a module imports, anywhere in it (functions included)."""
-    tree = ast.parse(path.read_text(), str(path))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-        elif (
-            isinstance(node, ast.Call)
-            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            names.add(node.args[0].value.split(".")[0])
-    return names
-
-
-def test_the_import_checker_sees_imports_inside_functions(tmp_path):
-    p = tmp_path / "m.py"
-    p.write_text(
-        "import numpy as np\n"
-        "def f():\n"
-        "    from models.registry import load_classifier\n"
-        "    import ray.serve\n"
-        "    from . import sibling\n"
-        "    return importlib.import_module('pages.lib')\n"
-    )
-    assert imported_top_names(p) == {"numpy", "models", "ray", "pages"}
-
-
-def test_the_engine_imports_no_outer_layer():
-    files = sorted((ROOT / "limecraft_core").rglob("*.py"))
-    assert len(files) >= 15
-    bad = {
-        str(p.relative_to(ROOT)): sorted(imported_top_names(p) & FORBIDDEN_IN_ENGINE) for p in files
-    }
-    assert not {k: v for k, v in bad.items() if v}
-
-
-def test_the_command_line_is_an_edge_that_nothing_below_imports():
-    """``limecraft`` may import the engine, ``models`` and ``serving``; none of them, and not
-    the app, imports it (its ``__main__`` sets OMP_WAIT_POLICY before torch loads)."""
-    ours = sorted((ROOT / "limecraft").rglob("*.py"))
-    assert ours
-    up = {
-        str(p.relative_to(ROOT)): sorted(imported_top_names(p) & {"pages", "streamlit"})
-        for p in ours
-    }
-    assert not {k: v for k, v in up.items() if v}
-    below = [*(ROOT / f for f in ("models", "serving", "pages")), ROOT / "app.py"]
-    files = [p for b in below for p in ([b] if b.is_file() else sorted(b.rglob("*.py")))]
-    assert len(files) >= 10
-    bad = [str(p.relative_to(ROOT)) for p in files if "limecraft" in imported_top_names(p)]
-    assert not bad
-    # the package's __init__ imports nothing (python -m limecraft imports it before __main__)
-    init = imported_top_names(ROOT / "limecraft" / "__init__.py")
-    assert init <= {"__future__"}, init
-
-
-def test_models_import_neither_pages_nor_serving():
-    files = sorted((ROOT / "models").rglob("*.py"))
-    assert files
-    bad = {
-        str(p.relative_to(ROOT)): sorted(imported_top_names(p) & {"pages", "serving"})
-        for p in files
-    }
-    assert not {k: v for k, v in bad.items() if v}
 
 
 # ----------------------------------------------------------------------------- size rules

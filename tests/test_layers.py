@@ -1,0 +1,135 @@
+"""The layers import one way: the rule is the table in docs/architecture.md, read from the page,
+and every module of every layer is checked against it (imports inside functions included, with
+no exemption)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
+
+
+def imported_top_names(path: Path) -> set[str]:
+    """Top-level package names a module imports, anywhere in it (functions included)."""
+    tree = ast.parse(path.read_text(), str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.add(node.args[0].value.split(".")[0])
+    return names
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def table(text: str, head: str) -> list[list[str]]:
+    """The rows of the markdown table whose header row starts with ``| head |``, as cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {head} |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def rules(text: str) -> tuple[dict[str, tuple[list[str], set[str]]], dict[str, list[str]]]:
+    """The layers (name: its files, the names it may not import) and the imports with one home
+    (name: the only files or folders that may import it)."""
+    layers = {row[0]: (_ticked(row[1]), set(_ticked(row[2]))) for row in table(text, "layer")}
+    homes = {_ticked(row[0])[0]: _ticked(row[1]) for row in table(text, "import")}
+    return layers, homes
+
+
+def modules(root: Path, where: str) -> list[Path]:
+    p = root / where.rstrip("/")
+    return [p] if p.is_file() else sorted(p.rglob("*.py"))
+
+
+def violations(root: Path, text: str) -> list[str]:
+    """Every import in ``root``'s layers that the tables in ``text`` forbid, one line each."""
+    layers, homes = rules(text)
+    bad = []
+    for name, (places, forbidden) in layers.items():
+        for where in places:
+            for p in modules(root, where):
+                up = imported_top_names(p) & forbidden
+                bad += [f"{p.relative_to(root)} ({name}) imports {u}" for u in sorted(up)]
+    for imported, places in homes.items():
+        home = {p for w in places for p in modules(root, w)}
+        for _, (where, _) in layers.items():
+            for p in (p for w in where for p in modules(root, w)):
+                if p not in home and imported in imported_top_names(p):
+                    bad.append(f"{p.relative_to(root)} imports {imported}, only for {places}")
+    return bad
+
+
+def test_the_import_checker_sees_imports_inside_functions(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text(
+        "import numpy as np\n"
+        "def f():\n"
+        "    from models.registry import load_classifier\n"
+        "    import ray.serve\n"
+        "    from . import sibling\n"
+        "    return importlib.import_module('pages.lib')\n"
+    )
+    assert imported_top_names(p) == {"numpy", "models", "ray", "pages"}
+
+
+def test_the_table_names_every_layer_and_each_of_its_folders_exists():
+    layers, homes = rules(DOC.read_text())
+    assert set(layers) == {"engine", "models", "serving", "app", "command line"}
+    for name, (places, forbidden) in layers.items():
+        assert places and forbidden, name
+        for where in places:
+            assert (ROOT / where.rstrip("/")).exists(), (name, where)
+            assert modules(ROOT, where), (name, where)
+    # every Python package at the top of the repository is a layer (nothing escapes the rule)
+    covered = {w.rstrip("/") for places, _ in layers.values() for w in places}
+    tops = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    assert tops <= covered, tops - covered
+    assert homes == {"ray": ["serving/serve_app.py"], "streamlit": ["app.py", "pages/"]}
+
+
+def test_the_checker_finds_an_arrow_that_runs_back_up(tmp_path):
+    """A planted upward import, one inside a function and one out of its home, are caught."""
+    for d in ("limecraft_core", "models", "serving", "pages", "limecraft"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "__init__.py").write_text("")
+    (tmp_path / "app.py").write_text("import streamlit\n")
+    (tmp_path / "limecraft_core" / "x.py").write_text("def f():\n    import models.demo\n")
+    (tmp_path / "serving" / "q.py").write_text("import ray\n")
+    (tmp_path / "serving" / "serve_app.py").write_text("import ray\n")
+    (tmp_path / "limecraft" / "cli.py").write_text("import serving, models, limecraft_core\n")
+    found = violations(tmp_path, DOC.read_text())
+    assert found == [
+        "limecraft_core/x.py (engine) imports models",
+        "serving/q.py imports ray, only for ['serving/serve_app.py']",
+    ]
+
+
+def test_no_import_runs_back_up_a_layer():
+    assert violations(ROOT, DOC.read_text()) == []
+
+
+def test_the_command_line_package_imports_nothing_on_its_own():
+    """``python -m limecraft`` imports ``limecraft/__init__.py`` before its ``__main__`` sets
+    OMP_WAIT_POLICY, which must come before torch loads."""
+    init = imported_top_names(ROOT / "limecraft" / "__init__.py")
+    assert init <= {"__future__"}, init
