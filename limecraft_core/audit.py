@@ -14,7 +14,7 @@ combines the chunks of images of the same input size; a Ray Serve deployment bat
 requests it gets).
 
 Everything here is pure but for threads: files are read and written at the edge
-(:mod:`limecraft_core.audit_io`, the CLI and the app), which hands :func:`run_audit` callables
+(:mod:`limecraft_core.io.audit_folder`, the CLI and the app), which hands :func:`run_audit` callables
 that load each image and receive each result.
 
 The flags, in plain words:

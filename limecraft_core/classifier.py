@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ._validate import LimecraftError, ModelError, as_float_image, check_choice, check_int
+from .io.system import cpu_flags
 
 __all__ = [
     "NORMALIZATIONS",
@@ -51,10 +52,8 @@ def cpu_has_native_bf16() -> bool:
     forced = os.environ.get("LIMECRAFT_CPU_BF16")
     if forced in ("0", "1"):
         return forced == "1"
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:  # not Linux: fp32
+    flags = cpu_flags()
+    if flags is None:  # not Linux: fp32
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
 

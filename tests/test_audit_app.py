@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import limecraft_core as lc
 from limecraft_core.audit import audit_config
-from limecraft_core.audit_io import load_audit
+from limecraft_core.io.audit_folder import load_audit
 from models.demo_data import write_demo_mixed
 from pages.lib import analysis as A
 from pages.lib.audits import progress_text, write_files

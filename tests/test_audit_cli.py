@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from limecraft.cli import main
 from limecraft_core import Explanation
-from limecraft_core.audit_io import load_audit
+from limecraft_core.io.audit_folder import load_audit
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

@@ -133,3 +133,85 @@ def test_the_command_line_package_imports_nothing_on_its_own():
     OMP_WAIT_POLICY, which must come before torch loads."""
     init = imported_top_names(ROOT / "limecraft" / "__init__.py")
     assert init <= {"__future__"}, init
+
+
+# ----------------------------------------------------------------------------- files only in io/
+
+ENGINE = ROOT / "limecraft_core"
+FILE_IO = ENGINE / "io"
+# calls that open, read, write, list or remove a path: the builtin open; pathlib's methods;
+# os, shutil and tempfile; Pillow's Image.open (all of them take a path)
+_PATH_METHODS = {
+    "read_text",
+    "write_text",
+    "read_bytes",
+    "write_bytes",
+    "mkdir",
+    "rmdir",
+    "unlink",
+    "touch",
+    "iterdir",
+    "glob",
+    "rglob",
+    "rename",
+    "symlink_to",
+}
+_OS = {"open", "remove", "unlink", "rename", "replace", "makedirs", "mkdir", "listdir", "scandir"}
+_OS |= {"walk", "rmdir", "fdopen"}
+
+
+def file_calls(path: Path) -> list[str]:
+    """Where a module touches files on disk, as ``line: call``."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+        if isinstance(f, ast.Name) and f.id == "open":
+            found.append((node.lineno, "open"))
+        elif isinstance(f, ast.Attribute) and (
+            f.attr in _PATH_METHODS
+            or (owner == "os" and f.attr in _OS)
+            or owner in ("shutil", "tempfile")
+            or (owner == "Image" and f.attr == "open")
+        ):
+            found.append((node.lineno, f"{owner + '.' if owner else ''}{f.attr}"))
+    return [f"{line}: {call}" for line, call in sorted(found)]
+
+
+def test_the_file_checker_sees_each_kind_of_file_call(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text(
+        "import os, shutil, tempfile\n"
+        "def f(path, im, buf):\n"
+        "    with open(path) as fh:\n"
+        "        fh.read()\n"
+        "    path.write_bytes(b'')\n"
+        "    os.replace(path, path)\n"
+        "    shutil.rmtree(path)\n"
+        "    tempfile.mkdtemp()\n"
+        "    Image.open(path)\n"
+        "    im.save(buf)\n"  # into a buffer: not a file call
+        "    'a'.replace('a', 'b')\n"  # str.replace: not os.replace
+    )
+    assert file_calls(p) == [
+        "3: open",
+        "5: path.write_bytes",
+        "6: os.replace",
+        "7: shutil.rmtree",
+        "8: tempfile.mkdtemp",
+        "9: Image.open",
+    ]
+
+
+def test_only_the_engines_io_package_reads_or_writes_files():
+    files = sorted(ENGINE.rglob("*.py"))
+    outside = [p for p in files if FILE_IO not in p.parents]
+    assert len(outside) >= 15
+    bad = {str(p.relative_to(ROOT)): file_calls(p) for p in outside}
+    assert not {k: v for k, v in bad.items() if v}
+    # and io/ is where they are (the check looks for what is really there)
+    inside = [c for p in files if FILE_IO in p.parents for c in file_calls(p)]
+    assert len(inside) >= 5, inside

@@ -11,7 +11,7 @@ from PIL import Image
 from toys import ChannelMeans
 
 from limecraft_core import LimecraftError, explain
-from limecraft_core.report import (
+from limecraft_core.io.report import (
     MIN_SIDE_PX,
     PredictionChange,
     ReportEdit,

@@ -52,7 +52,7 @@ def test_booby_trapped_files_never_run_their_code(booby_traps):
 
 @pytest.mark.slow
 def test_app_script_region_name_is_escaped_everywhere(at):
-    from limecraft_core.report import html_report
+    from limecraft_core.io.report import html_report
     from pages.lib.state import HandRegion
 
     evil = "<script>alert('x')</script>"

@@ -12,10 +12,11 @@ from pathlib import Path
 import streamlit as st
 
 import limecraft_core as lc
-from limecraft_core import audit_io, render
+from limecraft_core import render
 from limecraft_core.audit import FLAG_TEXT, AuditRow, audit_config, sort_rows
-from limecraft_core.audit_io import LoadedAudit
-from limecraft_core.audit_report import data_url
+from limecraft_core.io import audit_folder
+from limecraft_core.io.audit_folder import LoadedAudit
+from limecraft_core.io.audit_report import data_url
 from pages.lib import analysis as A
 from pages.lib import audits, config_form, display, state
 
@@ -106,10 +107,10 @@ def open_finished() -> None:
     inbox = folder / "opened"  # unpacked apart: nothing in it can replace the audit's own files
     try:
         if up is not None:
-            audit_io.unpack_zip(up.getvalue(), inbox)
+            audit_folder.unpack_zip(up.getvalue(), inbox)
         else:
             audits.write_files(inbox, [(f.name, f.getvalue()) for f in files])
-        opened = audit_io.load_audit(inbox)
+        opened = audit_folder.load_audit(inbox)
     except lc.LimecraftError as e:
         shutil.rmtree(folder, ignore_errors=True)
         display.error(f"That audit could not be opened: {e}")

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from limecraft_core.report import PredictionChange, ReportEdit, html_report, regions_csv
+from limecraft_core.io.report import PredictionChange, ReportEdit, html_report, regions_csv
 from pages.lib import analysis as A
 from pages.lib import config_form, display, state
 

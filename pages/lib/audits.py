@@ -1,7 +1,7 @@
 """The app's audits: where they live, how one runs with progress and Cancel, and how one of its
 images opens on Explain or Inspect.
 
-An audit is a folder in the layout of :mod:`limecraft_core.audit_io` (the CLI's ``--out``
+An audit is a folder in the layout of :mod:`limecraft_core.io.audit_folder` (the CLI's ``--out``
 folder, so either opens the other's), under ``<store folder>/audits/<id>/``, with:
 
 - ``dataset/``: the images to audit (the demo set, or an uploaded zip, unpacked), with their
@@ -30,7 +30,8 @@ import streamlit as st
 import limecraft_core as lc
 import serving
 from limecraft_core.audit import AuditOutcome, run_audit
-from limecraft_core.audit_io import (
+from limecraft_core.io import decode_mask
+from limecraft_core.io.audit_folder import (
     AuditFolder,
     LoadedAudit,
     audit_items,
@@ -41,7 +42,6 @@ from limecraft_core.audit_io import (
     split_dataset,
     unpack_zip,
 )
-from limecraft_core.io import decode_mask
 from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.progress import duration

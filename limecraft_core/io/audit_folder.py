@@ -44,12 +44,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import render
-from ._validate import LimecraftError
-from .audit import AuditInput, AuditItem, AuditOutcome, AuditRow, Findings, findings, sort_rows
-from .config import ExplainConfig
-from .io import decode_image, decode_mask, encode_png, expected_area
-from .result import Explanation
+from .. import render
+from .._validate import LimecraftError
+from ..audit import AuditInput, AuditItem, AuditOutcome, AuditRow, Findings, findings, sort_rows
+from ..config import ExplainConfig
+from ..result import Explanation
+from .images import decode_image, decode_mask, encode_png, expected_area
 
 __all__ = [
     "FORMAT",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ._validate import MAX_PIXELS, MIN_SIDE, LimecraftError
+from .._validate import MAX_PIXELS, MIN_SIDE, LimecraftError
 
 __all__ = [
     "IMAGE_BACKGROUND",

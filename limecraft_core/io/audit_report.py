@@ -1,6 +1,6 @@
 """An audit's findings as text: the rows as CSV, and a self-contained HTML page.
 
-Pure functions returning text; :mod:`limecraft_core.audit_io` writes them. The page is rendered
+Pure functions returning text; :mod:`limecraft_core.io.audit_folder` writes them. The page is rendered
 from ``templates/audit.html.j2`` with autoescaping on (file names, class labels and region names
 are user text), its pictures are data URLs and its CSS and sorting script are inline: it fetches
 nothing. It leads with the plain findings, then the location map, the per-class aggregates and
@@ -20,11 +20,11 @@ from typing import Any
 
 import jinja2
 
-from . import render
-from .audit import DEPENDENCE, FLAG_TEXT, AuditRow, Findings
-from .config import ExplainConfig
-from .config import fields as setting_fields
-from .io import encode_png
+from .. import render
+from ..audit import DEPENDENCE, FLAG_TEXT, AuditRow, Findings
+from ..config import ExplainConfig
+from ..config import fields as setting_fields
+from .images import encode_png
 
 __all__ = ["CSV_COLUMNS", "audit_csv", "audit_html", "data_url"]
 
@@ -73,7 +73,7 @@ def _num(v: Any, fmt: str = ".2f") -> str:
 @cache
 def _template() -> jinja2.Template:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("limecraft_core", "templates"),
+        loader=jinja2.PackageLoader("limecraft_core.io", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -22,10 +22,10 @@ import jinja2
 import numpy as np
 from PIL import Image
 
-from . import render
-from ._validate import LimecraftError
-from .result import Explanation
-from .trust import fidelity, field_metric_rows
+from .. import render
+from .._validate import LimecraftError
+from ..result import Explanation
+from ..trust import fidelity, field_metric_rows
 
 __all__ = ["PredictionChange", "ReportEdit", "html_report", "regions_csv"]
 
@@ -580,7 +580,7 @@ def _segmentation(ex: Explanation) -> str:
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("limecraft_core", "templates"),
+        loader=jinja2.PackageLoader("limecraft_core.io", "templates"),
         autoescape=True,  # every {{ }} is HTML-escaped; no text is marked safe anywhere
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
