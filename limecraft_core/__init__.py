@@ -79,7 +79,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RunInfo",
     ),
     ".scorer": ("Scorer",),
-    ".segmentation": (
+    ".regions": (
         "Regions",
         "compose_regions",
         "masks_from_label_image",

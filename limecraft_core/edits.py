@@ -27,7 +27,7 @@ from ._validate import (
     check_label_map,
 )
 from .perturbation import check_fill, inpaint, make_fill
-from .segmentation import relabel
+from .regions import relabel
 
 __all__ = [
     "EDIT_FILLS",

@@ -18,9 +18,9 @@ from ._validate import LimecraftError, as_float_image
 from .classifier import Classifier
 from .config import OUTPUT_SPACES, ExplainConfig, SpeedConfig, fields
 from .perturbation import MaskCache
+from .regions import Regions
 from .result import Explanation
 from .scorer import Scorer
-from .segmentation import Regions
 from .surrogate import Kernel, make_kernel
 
 __all__ = ["OUTPUT_SPACES", "Explanation", "as_scorer", "explain"]

@@ -20,7 +20,7 @@ __all__ = ["FILLS", "LIMITS", "METHODS", "PARAM_RANGES", "SCHEMES", "THRESHOLDS"
 SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
 #: Fills by name; a ``#RRGGBB`` colour is a fill too (see :func:`~limecraft_core.make_fill`).
 FILLS = ("mean", "gray", "black", "blur", "inpaint", "inpaint-each")
-#: Superpixel methods (see :func:`limecraft_core.segmentation.segment`).
+#: Superpixel methods (see :func:`limecraft_core.regions.segment`).
 METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
 #: Valid range of every segmentation method parameter: (low, high, low is open, is an integer).
 PARAM_RANGES: dict[str, tuple[float, float, bool, bool]] = {

@@ -457,7 +457,7 @@ def _resized(
         return img, segments
     from PIL import Image
 
-    from .segmentation import resize_nearest
+    from .regions import resize_nearest
 
     resized = Image.fromarray(_u8(img)).resize((w2, h2), Image.Resampling.LANCZOS)
     return np.asarray(resized, np.float32) / 255.0, resize_nearest(segments, (h2, w2))

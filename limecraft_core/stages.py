@@ -28,15 +28,15 @@ from . import trust as _trust
 from ._validate import LimecraftError, check_int, check_label_map
 from .config import ExplainConfig, FillConfig, SegmentationConfig
 from .perturbation import MaskCache, MaskSample, default_batch_size, make_fill, sample_masks
-from .result import Explanation, RunInfo, _versions
-from .scorer import Scorer
-from .segmentation import (
+from .regions import (
     Regions,
     compose_regions,
     regions_from_labels,
     resize_nearest,
     segment_regions,
 )
+from .result import Explanation, RunInfo, _versions
+from .scorer import Scorer
 from .surrogate import Kernel, SurrogateFit, cosine_distance, fit_ridge
 
 __all__ = [

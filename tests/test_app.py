@@ -1,7 +1,7 @@
 """The app under Streamlit's AppTest: open, upload, settings, Explain, pages, errors.
 
 Custom components (the canvas, click-to-select) do not run under AppTest; their logic lives in
-limecraft_core.canvas (tested in test_canvas.py) and their effect is injected into the state here.
+limecraft_core.regions.canvas (tested in test_canvas.py) and their effect is injected into the state here.
 """
 
 import io

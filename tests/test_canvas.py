@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from limecraft_core import LimecraftError, merge_by_keys, regions_from_labels, segment
-from limecraft_core.canvas import mask_from_canvas, region_at, toggle
+from limecraft_core.regions import mask_from_canvas, region_at, toggle
 
 
 def test_a_closed_freehand_loop_becomes_a_filled_region():

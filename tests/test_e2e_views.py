@@ -198,7 +198,7 @@ def test_overlay_tint_follows_the_weight_and_every_bar_is_labelled(page, app_url
     photo = np.asarray(
         Image.fromarray(sample.image).resize((over.shape[1], h), Image.Resampling.LANCZOS)
     ).astype(float)
-    lab = lc.segmentation.resize_nearest(reg.labels, (h, over.shape[1]))
+    lab = lc.regions.resize_nearest(reg.labels, (h, over.shape[1]))
     from scipy.ndimage import binary_erosion
 
     top = max(abs(w) for w in weights.values())

@@ -16,7 +16,7 @@ from hypothesis.extra.numpy import arrays
 import limecraft_core as lc
 from limecraft_core._validate import MIN_SIDE
 from limecraft_core.edits import Edit, apply_edits, transform_mask
-from limecraft_core.segmentation import masks_from_label_image, relabel
+from limecraft_core.regions import masks_from_label_image, relabel
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -300,7 +300,7 @@ def test_any_stack_of_edits_keeps_label_maps_contiguous(case):
     shape=st.tuples(st.integers(1, 30), st.integers(1, 30)),
 )
 def test_canvas_strokes_become_a_mask_of_the_image_size(mask, shape):
-    from limecraft_core.canvas import mask_from_canvas, region_at
+    from limecraft_core.regions import mask_from_canvas, region_at
 
     rgba = np.zeros((*mask.shape, 4), np.uint8)
     rgba[mask, 3] = 255

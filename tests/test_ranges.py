@@ -165,7 +165,7 @@ ENGINE_BAD = [
 
 
 def _region_at(x: float) -> int:
-    from limecraft_core.canvas import region_at
+    from limecraft_core.regions import region_at
 
     return region_at(LAB, x, 1.0, 64.0, 48.0)
 

@@ -15,7 +15,7 @@ from limecraft_core import (
     segment,
     split_region,
 )
-from limecraft_core.segmentation import COUNT_TOLERANCE, segment_regions
+from limecraft_core.regions import COUNT_TOLERANCE, segment_regions
 
 
 def assert_contiguous(labels: np.ndarray) -> None:

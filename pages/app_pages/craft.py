@@ -8,9 +8,9 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from limecraft_core.canvas import mask_from_canvas, region_at, toggle
 from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
+from limecraft_core.regions import mask_from_canvas, region_at, toggle
 from pages.lib import analysis as A
 from pages.lib import config_form, display, state
 

@@ -77,7 +77,7 @@ def label_ids(
 def _outlined(image: np.ndarray, labels: np.ndarray, width: int) -> np.ndarray:
     from skimage.segmentation import find_boundaries
 
-    from limecraft_core.segmentation import resize_nearest
+    from limecraft_core.regions import resize_nearest
 
     im = np.asarray(to_display(image, width), np.float64)
     # Labels at display size, so the lines are one display pixel thin at any size.

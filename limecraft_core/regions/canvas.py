@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage as ndi
 
-from ._validate import LimecraftError
-from .segmentation import resize_nearest
+from .._validate import LimecraftError
+from .labels import resize_nearest
 
 __all__ = ["mask_from_canvas", "region_at", "toggle"]
 
