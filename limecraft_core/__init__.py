@@ -51,7 +51,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "as_scorer",
         "explain",
     ),
-    ".perturbation": (
+    ".perturb": (
         "MaskCache",
         "MaskSample",
         "compose_batch",

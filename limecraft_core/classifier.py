@@ -311,7 +311,7 @@ class Classifier:
 
         The engine sends the image, the fill and the label map once, plus the (N, K) binary
         masks; the perturbed images are composed next to the model. This local version streams
-        them through :func:`limecraft_core.perturbation.run_masks`. This is the
+        them through :func:`limecraft_core.perturb.run_masks`. This is the
         :class:`~limecraft_core.scorer.Scorer` protocol's method: ``serving.QueuedScorer`` (a
         work queue shared by sessions) and ``serving.RemoteScorer`` (a Ray Serve replica)
         implement it too, composing and running elsewhere with the same arguments and result.
@@ -320,7 +320,7 @@ class Classifier:
         -------
         (N, C) float32 tensor of raw scores.
         """
-        from .perturbation import run_masks
+        from .perturb import run_masks
 
         return run_masks(
             self,

@@ -26,7 +26,7 @@ from ._validate import (
     check_int,
     check_label_map,
 )
-from .perturbation import check_fill, inpaint, make_fill
+from .perturb import check_fill, inpaint, make_fill
 from .regions import relabel
 
 __all__ = [

@@ -17,7 +17,7 @@ from . import stages
 from ._validate import LimecraftError, as_float_image
 from .classifier import Classifier
 from .config import OUTPUT_SPACES, ExplainConfig, SpeedConfig, fields
-from .perturbation import MaskCache
+from .perturb import MaskCache
 from .regions import Regions
 from .result import Explanation
 from .scorer import Scorer

@@ -16,7 +16,7 @@ __all__ = ["FILLS", "LIMITS", "METHODS", "PARAM_RANGES", "SCHEMES", "THRESHOLDS"
 # The choices of the settings whose values are names. They live here, beside the ranges, so that
 # the settings schema (``config``) needs neither torch nor scikit-image: ``perturbation`` and
 # ``segmentation`` import them from here.
-#: Perturbation sampling schemes (see :func:`limecraft_core.perturbation.sample_masks`).
+#: Perturbation sampling schemes (see :func:`limecraft_core.perturb.sample_masks`).
 SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
 #: Fills by name; a ``#RRGGBB`` colour is a fill too (see :func:`~limecraft_core.make_fill`).
 FILLS = ("mean", "gray", "black", "blur", "inpaint", "inpaint-each")

@@ -58,9 +58,9 @@ class Scorer(Protocol):
         Parameters
         ----------
         image, fill : (3, h, w) float32 tensors in [0, 1] on ``device``. A NaN ``fill`` is
-            :data:`~limecraft_core.perturbation.PER_MASK` (fill ``inpaint``): each
+            :data:`~limecraft_core.perturb.PER_MASK` (fill ``inpaint``): each
             perturbation is inpainted from its own kept pixels. Compose with
-            :func:`~limecraft_core.perturbation.compose_batch`, which handles both.
+            :func:`~limecraft_core.perturb.compose_batch`, which handles both.
         labels : (h, w) int64 tensor on ``device``, region ids 0..K-1
         masks : (N, K) bool ndarray; True keeps a region, False fills it
         batch_size : int, images per forward pass

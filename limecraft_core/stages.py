@@ -27,7 +27,7 @@ from . import metrics as _metrics
 from . import trust as _trust
 from ._validate import LimecraftError, check_int, check_label_map
 from .config import ExplainConfig, FillConfig, SegmentationConfig
-from .perturbation import MaskCache, MaskSample, default_batch_size, make_fill, sample_masks
+from .perturb import MaskCache, MaskSample, default_batch_size, make_fill, sample_masks
 from .regions import (
     Regions,
     compose_regions,

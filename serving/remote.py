@@ -5,7 +5,7 @@ The front end (a Streamlit replica) keeps the engine; only
 and the label map once (a *scene*, content-addressed by its digest), then the (N, K) binary masks
 in chunks, packed to bits: a few hundred bytes per chunk instead of the perturbed images (1000
 images of 224x224 are 150 MB). A replica composes the perturbations next to the model with the
-engine's own :func:`~limecraft_core.perturbation.compose_batch` and returns the (n, C) scores.
+engine's own :func:`~limecraft_core.perturb.compose_batch` and returns the (n, C) scores.
 
 The wire is plain HTTP to Serve's proxy, with ``.npz`` bodies read with ``allow_pickle=False``:
 front ends need no Ray, join no cluster, and unpickle nothing. This module imports no Ray.

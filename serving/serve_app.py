@@ -6,7 +6,7 @@ and serves it over Serve's HTTP proxy at ``/limecraft/<model>``:
 - ``POST .../score``: an ``.npz`` with a scene (image, fill, label map; sent once, then named
   by its digest) and packed binary masks, or ready images; answers the ``.npy`` (n, C) scores.
   The replica composes the perturbations with the engine's
-  :func:`~limecraft_core.perturbation.compose_batch`, next to the model.
+  :func:`~limecraft_core.perturb.compose_batch`, next to the model.
 - ``GET .../info``: input size, normalisation, class names, device, precision, chunk sizes.
 - ``GET .../stats``: counters (requests, forward calls, batches that joined several scenes).
 
@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from limecraft_core import Classifier, LimecraftError, ModelError
-from limecraft_core.perturbation import compose_batch, default_batch_size
+from limecraft_core.perturb import compose_batch, default_batch_size
 from models.registry import load_classifier, model_info
 
 from . import remote as wire

@@ -35,7 +35,7 @@ import torch
 
 from limecraft_core import Scorer
 from limecraft_core._validate import Cancelled, LimecraftError, check_int
-from limecraft_core.perturbation import compose_batch
+from limecraft_core.perturb import compose_batch
 
 __all__ = ["BatchScorer", "QueueStatus", "QueuedScorer", "WorkQueue"]
 

@@ -14,7 +14,7 @@ import torch
 from scipy.stats import spearmanr
 
 from limecraft_core import Classifier, LimecraftError, MaskCache, explain
-from limecraft_core.perturbation import run_masks
+from limecraft_core.perturb import run_masks
 from tests.toys import ChannelMeans, LinearPixels, Recorder
 
 

@@ -204,7 +204,7 @@ def _striped_object(h=48, w=64, n_parts=5):
 
 
 def test_make_fill_inpaint_is_the_per_mask_marker(photo):
-    from limecraft_core.perturbation import PER_MASK
+    from limecraft_core.perturb import PER_MASK
 
     labels = segment(photo, "slic", n_segments=20)
     f = make_fill(photo, labels, "inpaint")
@@ -247,7 +247,7 @@ def test_union_inpaint_is_smooth_and_nothing_kept_shows_the_mean():
 @pytest.mark.parametrize("expand", [0, 3])
 def test_union_inpaint_batches_are_the_displayed_images(photo, expand):
     from limecraft_core import Classifier
-    from limecraft_core.perturbation import run_masks
+    from limecraft_core.perturb import run_masks
 
     labels = segment(photo, "slic", n_segments=20)
     k = int(labels.max()) + 1
@@ -298,7 +298,7 @@ def test_a_fill_function_must_not_return_nan(quadrants):
 
 
 def test_glime_counts_follow_the_kernel_weighted_binomial():
-    from limecraft_core.perturbation import _glime_counts
+    from limecraft_core.perturb.masks import _glime_counts
     from limecraft_core.surrogate import cosine_distance, make_kernel
 
     k, n = 12, 40001

@@ -35,7 +35,7 @@ from limecraft_core.metrics import (
     road_images,
     sparseness,
 )
-from limecraft_core.perturbation import perturbed_images
+from limecraft_core.perturb import perturbed_images
 from limecraft_core.trust import deletion_insertion_masks
 
 # The tests patch Quantus internals (see each docstring): they are written against this version.

@@ -1,0 +1,191 @@
+"""Perturbed images composed in batches on the device (``compose_batch``, ``perturbed_images``) and scored through a model (``run_masks``), with the batch size a device affords."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .._validate import (
+    Cancelled,
+    LimecraftError,
+    as_float_image,
+    check_int,
+)
+from .fills import Fill, _is_per_mask, make_fill
+from .inpaint import _inpaint_union
+
+
+def compose_batch(
+    image: torch.Tensor,
+    fill: torch.Tensor,
+    labels: torch.Tensor,
+    masks: torch.Tensor,
+    out: torch.Tensor | None = None,
+    diff: torch.Tensor | None = None,
+    expand: int = 0,
+    per_mask: bool | None = None,
+) -> torch.Tensor:
+    """Build a batch of perturbed images on the tensors' device.
+
+    This is ``where(masks[:, labels], image, fill)``, computed as
+    ``fill + keep * (image - fill)`` with ``keep`` in {0, 1}: one gather and one fused
+    multiply-add, about 3x faster than a boolean ``where`` on a CPU. Hidden pixels are exactly
+    the fill; kept pixels equal the image up to float rounding (1 ulp).
+
+    When ``fill`` is the :data:`PER_MASK` marker (fill ``inpaint``), the hidden pixels of each
+    image are instead inpainted, all at once, from that image's kept pixels (pull-push at most
+    128 px on the longer side, as for ``inpaint-each``); kept pixels are the image exactly.
+
+    Parameters
+    ----------
+    image, fill : (3, H, W) float tensors
+    labels : (H, W) int64 tensor, 0..K-1
+    masks : (B, K) bool tensor; True keeps the region
+    out : (B, 3, H, W) float tensor, optional; a buffer to write into
+    diff : (3, H, W) float tensor, optional; ``image - fill``, precomputed once per image
+        (not used for the :data:`PER_MASK` fill)
+    expand : int >= 0; hidden areas grow by this many pixels (mask expansion), so that the
+        edges of a hidden object do not leak through the fill
+    per_mask : bool, optional; whether ``fill`` is the :data:`PER_MASK` marker. Default: look
+        (one element, which waits for the device); pass it when composing many batches.
+
+    Returns
+    -------
+    (B, 3, H, W) float tensor.
+    """
+    b = masks.shape[0]
+    keep = masks.to(image.dtype).index_select(1, labels.reshape(-1)).view(b, 1, *labels.shape)
+    if expand > 0:  # grow every hidden area by `expand` pixels: 1 - maxpool(1 - keep)
+        keep = 1.0 - F.max_pool2d(1.0 - keep, 2 * expand + 1, stride=1, padding=expand)
+    if _is_per_mask(fill) if per_mask is None else per_mask:
+        return _inpaint_union(image, keep, out=out)
+    return torch.addcmul(fill, keep, image - fill if diff is None else diff, out=out)
+
+
+def perturbed_images(
+    image: np.ndarray,
+    labels: np.ndarray,
+    masks: np.ndarray,
+    fill: Fill = "mean",
+    *,
+    expand: int = 0,
+) -> np.ndarray:
+    """The perturbed images for a few masks, as arrays (for display and tests).
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 or float ndarray
+    labels : (H, W) int ndarray, 0..K-1
+    masks : (B, K) bool ndarray
+    fill : str or callable, as for :func:`make_fill`
+    expand : int >= 0, mask expansion in pixels
+
+    Returns
+    -------
+    (B, H, W, 3) float32 ndarray in [0, 1]; the pixels the model sees (composed as the
+    engine's batches are).
+    """
+    img = as_float_image(image)
+    f = make_fill(img, labels, fill)
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
+    out = compose_batch(
+        t(img),
+        t(f),
+        torch.from_numpy(labels.astype(np.int64)),
+        torch.from_numpy(np.asarray(masks, dtype=bool)),
+        expand=check_int("expand", expand, 0, 64),
+    )
+    return out.numpy().transpose(0, 2, 3, 1)
+
+
+def run_masks(
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    image: torch.Tensor,
+    fill: torch.Tensor,
+    labels: torch.Tensor,
+    masks: np.ndarray,
+    batch_size: int,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    expand: int = 0,
+) -> torch.Tensor:
+    """Stream masks through the model in chunks and keep only its outputs.
+
+    Only the (B, K) masks travel host-to-device; images are composed on the device. Peak
+    memory is one batch of images plus the (N, C) outputs.
+
+    Parameters
+    ----------
+    forward : callable, (B, 3, H, W) float tensor on the device -> (B, C) float tensor
+    image, fill : (3, H, W) float tensors on the device; ``fill`` may be :data:`PER_MASK`
+    labels : (H, W) int64 tensor on the device
+    masks : (N, K) bool ndarray
+    batch_size : int
+    progress : callable(done, total), optional, called after each batch
+    cancel : callable() -> bool, optional; checked before each batch
+
+    Returns
+    -------
+    (N, C) float32 tensor on the device.
+    """
+    n = len(masks)
+    result: torch.Tensor | None = None  # (N, C), allocated once the first batch gives C
+    done = 0
+    buffer = None
+    per_mask = _is_per_mask(fill)
+    diff = None if per_mask else image - fill
+    while done < n:
+        if cancel is not None and cancel():
+            raise Cancelled("cancelled")
+        stop = min(done + batch_size, n)
+        m = torch.from_numpy(masks[done:stop]).to(image.device, non_blocking=True)
+        try:
+            if buffer is None or buffer.shape[0] < stop - done:
+                buffer = torch.empty(
+                    (stop - done, *image.shape), dtype=image.dtype, device=image.device
+                )
+            batch = compose_batch(
+                image,
+                fill,
+                labels,
+                m,
+                out=buffer[: stop - done],
+                diff=diff,
+                expand=expand,
+                per_mask=per_mask,
+            )
+            out = forward(batch).float()
+            if result is None:
+                # One allocation for all scores: many small per-batch tensors kept alive between
+                # the model's large, freed activations fragment the heap (RSS grew with N).
+                result = torch.empty((n, *out.shape[1:]), dtype=out.dtype, device=out.device)
+            result[done:stop] = out
+        except torch.OutOfMemoryError:
+            buffer = None
+            if batch_size == 1:
+                raise LimecraftError(
+                    "the model ran out of device memory on a single image; "
+                    "use a smaller input size or device='cpu'"
+                ) from None
+            batch_size = max(1, batch_size // 2)  # halve and retry the same chunk
+            if image.device.type == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        done = stop
+        if progress is not None:
+            progress(done, n)
+    return result if result is not None else torch.empty(0)
+
+
+def default_batch_size(device: torch.device, pixels: int) -> int:
+    """A starting batch size for images of ``pixels`` pixels.
+
+    On a CPU, 16 images of 224x224 (10 MB): a batch that stays in cache while the model reads
+    it composes 1.5x faster than 64, and convolutions gain nothing from more. On a GPU, 256.
+    """
+    base = 256 if device.type == "cuda" else 16
+    return int(max(1, min(4 * base, base * 224 * 224 // max(pixels, 1))))
