@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from limecraft_core import Classifier, explain, segment, stages  # noqa: E402
-from limecraft_core import metrics as M  # noqa: E402
+from limecraft_core import trust as M  # noqa: E402
 from models import demo, zoo  # noqa: E402
 from models.registry import load_classifier  # noqa: E402
 from models.samples import load_sample  # noqa: E402

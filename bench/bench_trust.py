@@ -4,7 +4,7 @@
    glime). For each scheme and image, one ``explain`` call with ``repeats`` repeats and
    ``convergence=sizes``: every repeat is refitted on the first n of its own samples for each
    size (no new model passes), and ``trust.convergence.needed`` is the smallest size from which
-   the stability verdict (the rule of ``limecraft_core/trust.py``) stays "stable" (None: not
+   the stability verdict (the rule of ``limecraft_core/trust/stability.py``) stays "stable" (None: not
    within the largest size). Every scheme gets the same seeds, images and regions, in one run.
 
    - demo model: fresh conflict images (``models.demo.generate(..., mode="conflict")``), the tag

@@ -228,7 +228,7 @@ class Explanation:
         pass: relevance mass, relevance rank accuracy and the pointing game read the weights."""
         loc = None
         if expected_mask is not None:
-            from .metrics import localise
+            from .trust import localise
 
             loc = localise(self.weights, self.segments, expected_mask)
         return dataclasses.replace(self, trust=dataclasses.replace(self.trust, localisation=loc))

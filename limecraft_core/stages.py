@@ -23,7 +23,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import metrics as _metrics
 from . import trust as _trust
 from ._validate import LimecraftError, check_int, check_label_map
 from .config import ExplainConfig, FillConfig, SegmentationConfig
@@ -249,7 +248,7 @@ class Plan:
         rows = n * (1 + len(self.repeats)) + (2 * k if self.deltas else 0)
         rows += len(self.holdout.masks) if self.holdout is not None else 0
         rows += (
-            2 * (k + 1) * (1 + N_RANDOM_ORDERS) + 2 * len(_metrics.road_counts(k))
+            2 * (k + 1) * (1 + N_RANDOM_ORDERS) + 2 * len(_trust.road_counts(k))
             if self.faithfulness
             else 0
         )
@@ -637,7 +636,7 @@ def _fill_name(cfg: ExplainConfig) -> str:
     return cfg.fill.fill if isinstance(cfg.fill.fill, str) else "custom"
 
 
-def _road(run: Runner, scene: Scene, weights: np.ndarray, tgt: int, seed: int) -> _metrics.Road:
+def _road(run: Runner, scene: Scene, weights: np.ndarray, tgt: int, seed: int) -> _trust.Road:
     """ROAD's MoRF and LeRF curves: each step's image is imputed (noisy linear imputation) at
     the model's input size and scored as the fill of a mask that hides every region, so every
     scorer (local, queued or remote) scores it unchanged; 2 model passes per step."""
@@ -646,7 +645,7 @@ def _road(run: Runner, scene: Scene, weights: np.ndarray, tgt: int, seed: int) -
     rng = np.random.default_rng(seed + ROAD_SEED_OFFSET)
     curves = []
     for order in ("morf", "lerf"):
-        images = _metrics.road_images(
+        images = _trust.road_images(
             scene.work_image, scene.work_labels, weights, order=order, rng=rng
         )
         curves.append(
@@ -664,7 +663,7 @@ def _road(run: Runner, scene: Scene, weights: np.ndarray, tgt: int, seed: int) -
                 for im in images
             ]
         )
-    return _metrics.road(curves[0], curves[1], k)
+    return _trust.road(curves[0], curves[1], k)
 
 
 def _field_metrics(
@@ -682,16 +681,16 @@ def _field_metrics(
     w = surrogate.coef[0]
     hold, hold_out = scores.holdout
     return {
-        "irof": _metrics.irof(faith.deletion, fill=_fill_name(cfg)),
+        "irof": _trust.irof(faith.deletion, fill=_fill_name(cfg)),
         "road": _road(run, scene, w, tgt, cfg.sampling.seed),
-        "faithfulness_correlation": _metrics.faithfulness_correlation(
+        "faithfulness_correlation": _trust.faithfulness_correlation(
             w,
             hold.masks,
             _column(hold_out, tgt),
             float(_column(scores.main_out, tgt)[0]),
             fill=_fill_name(cfg),
         ),
-        "sparseness": _metrics.sparseness(w),
+        "sparseness": _trust.sparseness(w),
     }
 
 
@@ -745,7 +744,7 @@ def run_trust_checks(
         fills=fills,
         early_stop=scores.early_stop,
         localisation=(
-            _metrics.localise(surrogate.coef[0], *expected)
+            _trust.localise(surrogate.coef[0], *expected)
             if expected is not None and expected[1] is not None
             else None
         ),

@@ -131,7 +131,7 @@ def test_trust_bench_reports_samples_to_stable_per_scheme(tmp_path, capsys):
 
 
 def test_metrics_bench_counts_each_metrics_extra_passes(tmp_path, capsys):
-    from limecraft_core.metrics import road_counts
+    from limecraft_core.trust import road_counts
 
     out = tmp_path / "metrics.json"
     stdout = _run_quick("bench_metrics", out, capsys)

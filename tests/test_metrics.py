@@ -1,5 +1,6 @@
-"""Unit tests of limecraft_core.metrics: hand-computed cases and edge cases (the pytest setup turns
-every warning into an error, so these also show that no edge case warns)."""
+"""Unit tests of limecraft_core.trust's metrics (trust/metrics.py, trust/road.py): hand-computed
+cases and edge cases (the pytest setup turns every warning into an error, so these also show
+that no edge case warns)."""
 
 import json
 import math
@@ -9,7 +10,7 @@ import pytest
 from scipy.stats import pearsonr
 
 from limecraft_core import LimecraftError
-from limecraft_core.metrics import (
+from limecraft_core.trust import (
     ROAD_NOISE,
     expected_regions,
     faithfulness_correlation,

@@ -1,5 +1,5 @@
 """Agreement with Quantus 0.6.0, the reference implementations of the metrics in
-:mod:`limecraft_core.metrics` (and of the engine's deletion curve).
+:mod:`limecraft_core.trust`'s metrics (and of the engine's deletion curve).
 
 How region and pixel definitions are made to line up: a 3x16x16 image cut into a 4x4 grid of
 equal 4x4-pixel regions (K = 16); the attribution map paints each region's weight on its pixels
@@ -25,7 +25,9 @@ from quantus.functions import perturb_func as qpf
 from quantus.helpers import utils as qutils
 from toys import LinearPixels
 
-from limecraft_core.metrics import (
+from limecraft_core.perturb import perturbed_images
+from limecraft_core.trust import (
+    deletion_insertion_masks,
     faithfulness_correlation,
     irof,
     localisation,
@@ -35,8 +37,6 @@ from limecraft_core.metrics import (
     road_images,
     sparseness,
 )
-from limecraft_core.perturb import perturbed_images
-from limecraft_core.trust import deletion_insertion_masks
 
 # The tests patch Quantus internals (see each docstring): they are written against this version.
 assert quantus.__version__ == "0.6.0", quantus.__version__

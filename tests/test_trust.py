@@ -330,7 +330,7 @@ def test_grey_out_leaves_inconsistent_regions_untinted_and_grey():
 def test_the_field_metrics_reuse_passes_and_round_trip_through_json(photo):
     """IROF is the deletion curve's, faithfulness correlation the held-out sample's: only ROAD
     adds model passes (2 per step); everything lands in the JSON and comes back equal."""
-    from limecraft_core import metrics
+    from limecraft_core import trust as metrics
 
     common = dict(segmentation="slic", n_segments=12, samples=80, compute_deltas=False, seed=3)
     plain = explain(photo, ChannelMeans(), **common)

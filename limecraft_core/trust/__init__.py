@@ -1,0 +1,174 @@
+"""Can this explanation be trusted? Stability over repeats, convergence in N, kernel-width
+sensitivity, faithfulness (deletion and insertion), and agreement across fills.
+
+Pure functions on weight matrices and masks; :func:`limecraft_core.explain` runs the model passes
+(sharing them wherever the work allows) and calls these.
+
+The stability verdict judges **the regions that matter**, not noise among near-zero weights.
+Over R runs, a region matters when
+
+- it is among the fewest regions, by |mean weight|, that carry half of the total |mean weight|
+  (so a heavy region is always judged, even when it is unstable), or
+- its 95% interval of the mean excludes zero *and* its |mean| is at least 5% of the largest
+  (distinguishable from zero, and not negligible).
+
+Over those regions (thresholds in :data:`limecraft_core.limits.THRESHOLDS`):
+
+- **stable**: Kendall's W >= 0.9 (1 for a single region), the top-k sets overlap with mean
+  Jaccard >= 0.8 (k = min(5, regions that matter)), no sign flip, and at least one region is
+  distinguishable from zero;
+- **unstable**: W < 0.7, or Jaccard < 0.5, or more than 30% flip sign, or no region carries
+  weight;
+- **borderline**: anything between (including agreement among regions none of which is
+  distinguishable from zero).
+
+Kendall's W over the top-10 regions is kept for comparison with the literature (LILI reports it),
+but it does not decide the verdict.
+
+**One stream, one verdict** (:func:`stream_stability`, the default: ``repeats=1``). Independent
+repeats multiply the model passes. Instead, the explanation's own sample is resampled: each
+bootstrap resample (rows drawn with replacement, as many as the sample has) is refitted, which
+costs no model pass, and a resample varies as an independent sample of the same size would.
+Groups of 5 resamples are judged by the rule above as 5 repeats would be, with one difference:
+the regions are ranked by the explanation's own weights and judged distinguishable from zero by
+their bootstrap interval (weight ± 1.96 sd), since one sample's estimate is not a mean of 5 runs.
+The verdict is the median over 8 groups (worst first, the 5th: "stable" needs at least 4 of the
+8). The early-stop rule is this verdict on the samples scored so far: sampling stops once it is
+"stable". ``bench/bench_fast.py`` measures how often it agrees with 5 independent repeats.
+
+The rooms:
+
+- :mod:`.stability`: the stability verdict, over repeats or one stream's resamples;
+- :mod:`.sampling`: convergence in N, the kernel-width sweep, the early-stop rule;
+- :mod:`.faithfulness`: deletion and insertion, the surrogate's fidelity, agreement across fills;
+- :mod:`.metrics` and :mod:`.road`: the literature's metrics at region level (faithfulness
+  correlation, sparseness, localisation; IROF, ROAD);
+- :mod:`.results`: ``TrustResults``, every result of one explanation together.
+"""
+
+from __future__ import annotations
+
+from .faithfulness import (
+    GOOD_R2,
+    LOW_R2,
+    Faithfulness,
+    FillComparison,
+    auc,
+    deletion_insertion_masks,
+    fidelity,
+    fill_comparison,
+    rank_agreement,
+    weighted_r2,
+)
+from .metrics import (
+    FaithfulnessCorrelation,
+    Localisation,
+    Sparseness,
+    expected_regions,
+    faithfulness_correlation,
+    localisation,
+    localise,
+    random_subsets,
+    sparseness,
+)
+from .results import VERDICTS, MetricRow, TrustResults, field_metric_rows
+from .road import (
+    ROAD_NOISE,
+    ROAD_STEPS,
+    Irof,
+    Road,
+    irof,
+    noisy_linear_imputation,
+    road,
+    road_counts,
+    road_images,
+    road_order,
+)
+from .sampling import Convergence, EarlyStop, EarlyStopCheck, KernelSweep, convergence, kernel_sweep
+from .stability import (
+    MASS_SHARE,
+    MIN_SHARE,
+    STABLE_JACCARD,
+    STABLE_W,
+    STREAM_GROUPS,
+    STREAM_REPEATS,
+    TOP_K,
+    UNSTABLE_FLIPS,
+    UNSTABLE_JACCARD,
+    UNSTABLE_W,
+    Stability,
+    explain_verdict,
+    jaccard_top,
+    kendall_w,
+    regions_that_matter,
+    ridge_coefs,
+    sign_entropy,
+    sign_flips,
+    stability,
+    stream_stability,
+    verdict,
+)
+
+__all__ = [
+    "GOOD_R2",
+    "LOW_R2",
+    "MASS_SHARE",
+    "MIN_SHARE",
+    "ROAD_NOISE",
+    "ROAD_STEPS",
+    "STABLE_JACCARD",
+    "STABLE_W",
+    "STREAM_GROUPS",
+    "STREAM_REPEATS",
+    "TOP_K",
+    "UNSTABLE_FLIPS",
+    "UNSTABLE_JACCARD",
+    "UNSTABLE_W",
+    "VERDICTS",
+    "Convergence",
+    "EarlyStop",
+    "EarlyStopCheck",
+    "Faithfulness",
+    "FaithfulnessCorrelation",
+    "FillComparison",
+    "Irof",
+    "KernelSweep",
+    "Localisation",
+    "MetricRow",
+    "Road",
+    "Sparseness",
+    "Stability",
+    "TrustResults",
+    "annotations",
+    "auc",
+    "convergence",
+    "deletion_insertion_masks",
+    "expected_regions",
+    "explain_verdict",
+    "faithfulness_correlation",
+    "fidelity",
+    "field_metric_rows",
+    "fill_comparison",
+    "irof",
+    "jaccard_top",
+    "kendall_w",
+    "kernel_sweep",
+    "localisation",
+    "localise",
+    "noisy_linear_imputation",
+    "random_subsets",
+    "rank_agreement",
+    "regions_that_matter",
+    "ridge_coefs",
+    "road",
+    "road_counts",
+    "road_images",
+    "road_order",
+    "sign_entropy",
+    "sign_flips",
+    "sparseness",
+    "stability",
+    "stream_stability",
+    "verdict",
+    "weighted_r2",
+]

@@ -1,0 +1,202 @@
+"""Is the sample large enough, and the kernel not decisive? Convergence in the number of samples, the kernel-width sweep, and the early-stop rule's record."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy.stats import rankdata
+
+from ..surrogate import cosine_distance, fit_ridge, make_kernel
+from .stability import STABLE_JACCARD, Stability, _top, stability
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """Stability as N grows, fitted on prefixes of the same samples.
+
+    Attributes
+    ----------
+    sizes : list of int
+    kendall_w, jaccard_top5 : lists of float, one per size (top-10 W and top-5 overlap)
+    needed : int or None, the smallest size from which the verdict stays "stable"
+        (None: not reached)
+    verdicts : list of str, the stability verdict at each size (the same rule as the verdict)
+    """
+
+    sizes: list[int]
+    kendall_w: list[float]
+    jaccard_top5: list[float]
+    needed: int | None
+    verdicts: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def convergence(
+    masks: Sequence[np.ndarray],
+    outputs: Sequence[np.ndarray],
+    sample_weights: Sequence[np.ndarray],
+    sizes: Sequence[int],
+    alpha: float,
+) -> Convergence:
+    """Refit each repeat on its first n samples for each n in ``sizes``.
+
+    Parameters
+    ----------
+    masks : R arrays (N, K) bool, one per repeat
+    outputs : R arrays (N,) float, the target class's outputs
+    sample_weights : R arrays (N,) float
+    sizes : increasing ints <= N
+    """
+    ws, js, vs = [], [], []
+    for n in sizes:
+        w = np.stack(
+            [
+                fit_ridge(m[:n], o[:n, None], sw[:n], alpha=alpha).coef[0]
+                for m, o, sw in zip(masks, outputs, sample_weights, strict=True)
+            ]
+        )
+        st = stability(w)
+        ws.append(st.kendall_w)
+        js.append(st.jaccard_top5)
+        vs.append(st.verdict)
+    needed = None
+    for i, n in enumerate(sizes):
+        if all(v == "stable" for v in vs[i:]):
+            needed = int(n)
+            break
+    return Convergence(
+        sizes=[int(n) for n in sizes], kendall_w=ws, jaccard_top5=js, needed=needed, verdicts=vs
+    )
+
+
+@dataclass(frozen=True)
+class KernelSweep:
+    """The surrogate refitted for several kernel widths on the same model outputs.
+
+    Attributes
+    ----------
+    widths : list of (float or "uniform")
+    weights : list of K-float lists, one per width
+    scores : list of float, weighted R^2 per width
+    top5 : list of int lists, the top-5 regions (by weight) per width
+    sensitive : list of int, regions whose sign changes across widths, or whose rank among the
+        top-10 moves by 3 or more places
+    """
+
+    widths: list
+    weights: list[list[float]]
+    scores: list[float]
+    top5: list[list[int]]
+    sensitive: list[int]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def kernel_sweep(
+    masks: np.ndarray,
+    outputs: np.ndarray,
+    correction: np.ndarray,
+    widths: Sequence[float | str],
+    alpha: float,
+) -> KernelSweep:
+    """Refit the surrogate for each kernel width; no model pass.
+
+    Parameters
+    ----------
+    masks : (N, K) bool
+    outputs : (N,) float, the target class's outputs
+    correction : (N,) float, the sampling scheme's importance weights
+    """
+    d = cosine_distance(masks)
+    coefs, scores = [], []
+    for width in widths:
+        fit = fit_ridge(masks, outputs[:, None], make_kernel(width)(d) * correction, alpha=alpha)
+        coefs.append(fit.coef[0])
+        scores.append(float(fit.score[0]))
+    w = np.stack(coefs)
+    top10 = _top(w, 10)
+    ranks = np.stack([rankdata(-row)[top10] for row in w])
+    moved = top10[(ranks.max(axis=0) - ranks.min(axis=0)) >= 3]
+    signs = np.sign(w)
+    flipped = np.flatnonzero(
+        ~np.all(signs == signs[0], axis=0) & (np.abs(w).max(axis=0) > 0.05 * np.abs(w).max())
+    )
+    sensitive = sorted(set(moved.tolist()) | set(flipped.tolist()))
+    return KernelSweep(
+        widths=list(widths),
+        weights=w.tolist(),
+        scores=scores,
+        top5=[np.argsort(-row, kind="stable")[:5].tolist() for row in w],
+        sensitive=sensitive,
+    )
+
+
+@dataclass(frozen=True)
+class EarlyStopCheck:
+    """One early-stop check: the one-stream verdict (:func:`stream_stability`) on the first
+    ``n`` samples, judged by the stability verdict's rule (over the regions that matter)."""
+
+    n: int
+    kendall_w: float
+    jaccard_top5: float
+    sign_flips_top10: float
+    matter_kendall_w: float = 1.0
+    matter_topk: float = 1.0
+    matter_sign_flips: float = 0.0
+    distinguishable: int = 0
+    verdict: str = ""
+    reason: str = ""
+    stable_share: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def passes(self, threshold: float) -> bool:
+        """The early-stop rule: the sample so far is "stable" by the verdict's rule, with
+        Kendall's W over the regions that matter at least ``threshold`` (0.9, the verdict's own
+        line, by default)."""
+        return (
+            self.distinguishable > 0
+            and self.matter_kendall_w >= threshold
+            and self.matter_topk >= STABLE_JACCARD
+            and self.matter_sign_flips == 0
+        )
+
+    @classmethod
+    def of(cls, st: Stability) -> EarlyStopCheck:
+        """The check that a one-stream verdict makes."""
+        return cls(
+            n=int(st.samples or 0),
+            kendall_w=st.kendall_w,
+            jaccard_top5=st.jaccard_top5,
+            sign_flips_top10=st.sign_flips_top10,
+            matter_kendall_w=st.matter_kendall_w,
+            matter_topk=st.matter_topk,
+            matter_sign_flips=st.matter_sign_flips,
+            distinguishable=st.distinguishable,
+            verdict=st.verdict,
+            reason=st.reason,
+            stable_share=st.stable_share,
+        )
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """What the early-stop rule did: the checks it made and where it stopped."""
+
+    threshold: float
+    step: int
+    samples_requested: int
+    samples_used: int
+    stopped: bool
+    checks: list[EarlyStopCheck]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["checks"] = [c.to_dict() for c in self.checks]
+        return d

@@ -1,0 +1,424 @@
+"""The stability verdict: do the regions that matter keep their rank, their place in the top k and their sign, over repeats or over resamples of one sample (``stream_stability``, the default)? Kendall's W, top-k Jaccard, sign flips, and the verdict in words."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from itertools import combinations
+
+import numpy as np
+from scipy.stats import rankdata
+
+from ..limits import THRESHOLDS
+
+STABLE_W, UNSTABLE_W = THRESHOLDS["stable_kendall_w"], THRESHOLDS["unstable_kendall_w"]
+
+
+STABLE_JACCARD = THRESHOLDS["stable_jaccard_top5"]
+
+
+UNSTABLE_JACCARD = THRESHOLDS["unstable_jaccard_top5"]
+
+
+UNSTABLE_FLIPS = THRESHOLDS["unstable_sign_flips_top10"]
+
+
+MASS_SHARE, MIN_SHARE = THRESHOLDS["matter_mass_share"], THRESHOLDS["matter_min_share"]
+
+
+TOP_K = 5  # the verdict's top-k overlap: k = min(5, regions that matter)
+
+
+# The one-stream verdict: groups of resamples, each judged as that many repeats would be.
+STREAM_REPEATS, STREAM_GROUPS = 5, 8
+
+
+_SEVERITY = {"unstable": 0, "borderline": 1, "stable": 2}
+
+
+def _top(weights: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n regions with the largest |mean weight| over runs."""
+    return np.argsort(-np.abs(weights.mean(axis=0)), kind="stable")[: min(n, weights.shape[1])]
+
+
+def kendall_w(weights: np.ndarray, top: int = 10) -> float:
+    """Kendall's coefficient of concordance of R runs over the top regions.
+
+    Parameters
+    ----------
+    weights : (R, K) float ndarray, one explanation per row
+    top : int, the regions ranked (largest |mean weight|)
+
+    Returns
+    -------
+    float in [0, 1]; 1 when every run ranks those regions (by weight) the same way. Ties get
+    average ranks (no tie correction). 1.0 for a single run or a single region.
+    """
+    w = np.asarray(weights, np.float64)
+    m, n = w.shape[0], min(top, w.shape[1])
+    if m < 2 or n < 2:
+        return 1.0
+    ranks = np.stack([rankdata(-row[_top(w, top)]) for row in w])  # (m, n)
+    s = ((ranks.sum(axis=0) - m * (n + 1) / 2) ** 2).sum()
+    return float(12 * s / (m**2 * (n**3 - n)))
+
+
+def jaccard_top(weights: np.ndarray, k: int = 5) -> float:
+    """Mean pairwise Jaccard index of the top-k sets (by |weight|) of R runs; 1.0 for one run."""
+    w = np.asarray(weights)
+    if w.shape[0] < 2:
+        return 1.0
+    sets = [set(np.argsort(-np.abs(row), kind="stable")[:k].tolist()) for row in w]
+    return float(np.mean([len(a & b) / len(a | b) for a, b in combinations(sets, 2)]))
+
+
+def sign_flips(weights: np.ndarray, regions: np.ndarray | None = None) -> float:
+    """Share of regions (all, or those given) whose weight does not keep one sign in every run."""
+    w = np.asarray(weights)
+    if regions is not None:
+        w = w[:, regions]
+    if w.shape[0] < 2 or w.shape[1] == 0:
+        return 0.0
+    s = np.sign(w)
+    return float(np.mean(~(np.all(s == s[0], axis=0))))
+
+
+def verdict(w: float, jaccard: float, flips: float) -> str:
+    """``stable``, ``borderline`` or ``unstable`` from agreement over the regions that matter.
+
+    Parameters
+    ----------
+    w : Kendall's W over the regions that matter (1.0 when one region matters)
+    jaccard : mean pairwise overlap of the repeats' top-k sets, k = min(5, regions that matter)
+    flips : share of the regions that matter whose sign is not the same in every repeat
+    """
+    if w < UNSTABLE_W or jaccard < UNSTABLE_JACCARD or flips > UNSTABLE_FLIPS:
+        return "unstable"
+    if w >= STABLE_W and jaccard >= STABLE_JACCARD and flips == 0:
+        return "stable"
+    return "borderline"
+
+
+def sign_entropy(weights: np.ndarray) -> np.ndarray:
+    """Each region's sign entropy over R runs (SLICE, CVPR 2024), in bits.
+
+    With p the share of positive weights among the runs whose weight is not exactly zero,
+    H = -p log2 p - (1-p) log2 (1-p): 0 when every run gives the same sign (or no sign at all),
+    1 when half the runs say "for" and half "against". (K,) float ndarray; zeros for one run.
+    """
+    w = np.asarray(weights, np.float64)
+    pos, neg = (w > 0).sum(axis=0), (w < 0).sum(axis=0)
+    p = np.where(pos + neg > 0, pos / np.maximum(pos + neg, 1), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
+    return np.nan_to_num(h, nan=0.0)
+
+
+def regions_that_matter(mean: np.ndarray, distinguishable: np.ndarray) -> np.ndarray:
+    """The regions the verdict judges, by decreasing |mean weight| (rule in the module docstring).
+
+    Parameters
+    ----------
+    mean : (K,) mean weight over the runs
+    distinguishable : (K,) bool, the region's 95% interval over the runs excludes zero
+    """
+    a = np.abs(np.asarray(mean, np.float64))
+    if a.max(initial=0.0) <= 0:
+        return np.zeros(0, int)
+    order = np.argsort(-a, kind="stable")
+    cum = np.cumsum(a[order])
+    heavy = np.zeros(len(a), bool)
+    heavy[order[: int(np.searchsorted(cum, MASS_SHARE * cum[-1])) + 1]] = True
+    matter = heavy | (np.asarray(distinguishable, bool) & (a >= MIN_SHARE * a.max()))
+    return order[matter[order]]
+
+
+def _say_regions(n: int) -> str:
+    return f"the {n} region{'s' if n != 1 else ''} that matter{'s' if n == 1 else ''}"
+
+
+def explain_verdict(
+    verdict_: str,
+    repeats: int,
+    matter: Sequence[int],
+    distinguishable: np.ndarray,
+    w: float,
+    jaccard: float,
+    flipped: Sequence[int],
+    source: str = "repeats",
+) -> str:
+    """The verdict in one sentence, e.g. "stable: the 1 region that matters is first in all 5
+    repeats; 13 others are indistinguishable from zero".
+
+    Parameters
+    ----------
+    verdict_ : the verdict
+    repeats : R (2 reads "both halves": the early-stop rule's split-half check)
+    matter : the regions that matter
+    distinguishable : (K,) bool, the regions whose interval excludes zero
+    w, jaccard : Kendall's W and the top-k overlap over the regions that matter
+    flipped : the regions that matter whose sign changes
+    source : "repeats" (independent runs) or "stream" (resamples of one sample)
+    """
+    m, k = len(matter), len(distinguishable)
+    unit = "resamples of the sample" if source == "stream" else "repeats"
+    runs = f"all {repeats} {unit}" if repeats > 2 else "both halves"
+    others = k - m
+    rest = ""
+    if others:
+        small = int(np.delete(distinguishable, np.asarray(matter, int)).sum())
+        verb = "is" if others == 1 else "are"
+        rest = f"; {others} other{'s' if others != 1 else ''} {verb} indistinguishable from zero"
+        if small:
+            rest += f" or under {MIN_SHARE:.0%} of the largest weight"
+    if m == 0:
+        return f"{verdict_}: no region carries any weight"
+    if not distinguishable.any():
+        over = f"{repeats} {unit}" if repeats > 2 else "two halves of the sample"
+        return (
+            f"{verdict_}: no region is distinguishable from zero over {over}: "
+            "at this sample size the weights are mostly noise"
+        )
+    if verdict_ == "stable":
+        if m == 1:
+            return f"stable: {_say_regions(1)} is first in {runs}{rest}"
+        return (
+            f"stable: {_say_regions(m)} keep their order (W {w:.2f}) and their top set and "
+            f"sign in {runs}{rest}"
+        )
+    why = []
+    if flipped:
+        more = len(flipped) - 1
+        others_ = f" and {more} other{'s' if more > 1 else ''}" if more else ""
+        why.append(f"region {flipped[0]}{others_} change{'s' if not more else ''} sign")
+    if m > 1 and w < STABLE_W:
+        why.append(f"{_say_regions(m)} change order (W {w:.2f})")
+    if jaccard < STABLE_JACCARD:
+        t = min(TOP_K, m)
+        why.append(
+            "the first region changes" if t == 1 else f"the top {t} changes (overlap {jaccard:.2f})"
+        )
+    where = f" across {runs.replace('all ', '')}"
+    return (
+        f"{verdict_}: " + "; ".join(why or [f"{_say_regions(m)} agree only partly"]) + where + rest
+    )
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How much R repeated explanations (seeds seed..seed+R-1) agree.
+
+    Attributes
+    ----------
+    repeats : int
+    kendall_w : float, over the top-10 regions by |mean weight| (the literature's figure)
+    jaccard_top5 : float, mean pairwise Jaccard of the top-5 sets
+    sign_flips : float, share of all regions whose sign is not the same in every run
+    sign_flips_top10 : float, the same over the top-10 regions
+    verdict : str, judged over the regions that matter (module docstring)
+    mean, std, ci_low, ci_high : lists of K floats (95% interval of the mean, t-distribution)
+    matter : region ids that matter, by decreasing |mean weight|
+    distinguishable : int, regions whose interval excludes zero
+    matter_kendall_w, matter_topk, matter_sign_flips : the verdict's three figures
+    sign_entropy : list of K floats, each region's sign entropy in bits (SLICE)
+    reason : str, the verdict in one sentence
+    source : "repeats" (R independent runs) or "stream" (R resamples of one run's sample: the
+        figures are those of the median group, see :func:`stream_stability`)
+    stable_share : float or None, for "stream": the share of groups judged stable
+    samples : int or None, for "stream": the rows resampled
+    """
+
+    repeats: int
+    kendall_w: float
+    jaccard_top5: float
+    sign_flips: float
+    sign_flips_top10: float
+    verdict: str
+    mean: list[float]
+    std: list[float]
+    ci_low: list[float]
+    ci_high: list[float]
+    matter: list[int] = field(default_factory=list)
+    distinguishable: int = 0
+    matter_kendall_w: float = 1.0
+    matter_topk: float = 1.0
+    matter_sign_flips: float = 0.0
+    sign_entropy: list[float] = field(default_factory=list)
+    reason: str = ""
+    source: str = "repeats"
+    stable_share: float | None = None
+    samples: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def runs(self) -> str:
+        """What the runs are, for a heading: "5 repeats" or "5 resamples of one sample"."""
+        if self.source == "stream":
+            return f"{self.repeats} resamples of one sample"
+        return f"{self.repeats} repeats"
+
+    @property
+    def inconsistent_sign(self) -> list[int]:
+        """Regions whose sign is not the same in every repeat (sign entropy above zero)."""
+        return [i for i, h in enumerate(self.sign_entropy) if h > 0]
+
+
+def _kendall_w_of(weights: np.ndarray, regions: np.ndarray) -> float:
+    """Kendall's W of R runs ranking the given regions by weight."""
+    w = np.asarray(weights, np.float64)[:, regions]
+    m, n = w.shape
+    if m < 2 or n < 2:
+        return 1.0
+    ranks = np.stack([rankdata(-row) for row in w])
+    s = ((ranks.sum(axis=0) - m * (n + 1) / 2) ** 2).sum()
+    return float(12 * s / (m**2 * (n**3 - n)))
+
+
+def stability(
+    weights: np.ndarray,
+    source: str = "repeats",
+    center: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
+) -> Stability:
+    """Summarise R explanations of the same image and class.
+
+    Parameters
+    ----------
+    weights : (R, K) float ndarray
+    source : "repeats" or "stream" (R resamples of one sample)
+    center, spread : (K,) float ndarrays, optional (for "stream"): the explanation's own
+        weights and their bootstrap standard deviation. The regions are then ranked by
+        ``center`` and judged distinguishable from zero by its normal 95% interval
+        (``center`` ± 1.96 ``spread``): one sample's estimate, not a mean of R runs
+    """
+    from scipy.stats import t as student_t
+
+    w = np.asarray(weights, np.float64)
+    r, k = w.shape
+    if center is not None and spread is not None:
+        mean, std = np.asarray(center, np.float64), np.asarray(spread, np.float64)
+        half = 1.959964 * std
+    else:
+        mean = w.mean(axis=0)
+        std = w.std(axis=0, ddof=1) if r > 1 else np.zeros_like(mean)
+        half = student_t.ppf(0.975, r - 1) * std / np.sqrt(r) if r > 1 else np.zeros_like(mean)
+    lo, hi = mean - half, mean + half
+    # one run says nothing about the spread: no region is distinguishable from zero
+    dist = ((lo > 0) | (hi < 0)) if r > 1 else np.zeros(k, bool)
+    matter = regions_that_matter(mean, dist)
+    mw = _kendall_w_of(w, matter)
+    top = min(TOP_K, max(1, len(matter)))
+    mj = jaccard_top(w, top)
+    flipped = [int(i) for i in matter if not np.all(np.sign(w[:, i]) == np.sign(w[0, i]))]
+    mf = len(flipped) / len(matter) if len(matter) else 0.0
+    n_dist = int(dist.sum())
+    v = verdict(mw, mj, mf) if len(matter) else "unstable"
+    if n_dist == 0 and v == "stable":
+        v = "borderline"  # agreement among regions none of which is distinguishable from zero
+    kw, jac = kendall_w(w), jaccard_top(w)
+    flips10 = sign_flips(w, _top(w, 10))
+    return Stability(
+        repeats=r,
+        kendall_w=kw,
+        jaccard_top5=jac,
+        sign_flips=sign_flips(w),
+        sign_flips_top10=flips10,
+        verdict=v,
+        mean=mean.tolist(),
+        std=std.tolist(),
+        ci_low=lo.tolist(),
+        ci_high=hi.tolist(),
+        matter=[int(i) for i in matter],
+        distinguishable=n_dist,
+        matter_kendall_w=mw,
+        matter_topk=mj,
+        matter_sign_flips=mf,
+        sign_entropy=sign_entropy(w).tolist(),
+        reason=explain_verdict(v, r, matter.tolist(), dist, mw, mj, flipped, source)
+        if r > 1
+        else "",
+        source=source,
+    )
+
+
+def ridge_coefs(masks: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`~limecraft_core.surrogate.fit_ridge`'s coefficients for B weightings at once.
+
+    Parameters
+    ----------
+    masks : (N, K) bool or float
+    y : (N,) float, one output column
+    weights : (B, N) float >= 0, one row of sample weights per fit (a bootstrap resample is
+        its multiplicities times the sample weights)
+    alpha : float, ridge regularisation
+
+    Returns
+    -------
+    (B, K) float64 ndarray
+    """
+    x = np.asarray(masks, np.float64)
+    yy = np.asarray(y, np.float64)
+    w = np.asarray(weights, np.float64)
+    tot = w.sum(axis=1)  # (B,)
+    ws = w / tot[:, None]
+    xm = ws @ x  # (B, K)
+    ym = ws @ yy  # (B,)
+    # sum_i ws_i (x_i - xm)(x_i - xm)^T = X^T diag(ws) X - xm xm^T
+    a = np.einsum("bn,nk,nl->bkl", ws, x, x) - xm[:, :, None] * xm[:, None, :]
+    a += (alpha / tot)[:, None, None] * np.eye(x.shape[1])
+    b = ws @ (x * yy[:, None]) - xm * ym[:, None]  # (B, K)
+    try:
+        return np.linalg.solve(a, b[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:  # singular (alpha = 0 and too few distinct samples)
+        return (np.linalg.pinv(a) @ b[:, :, None])[:, :, 0]
+
+
+def stream_stability(
+    masks: np.ndarray,
+    y: np.ndarray,
+    sample_weights: np.ndarray,
+    alpha: float,
+    seed: int = 0,
+    repeats: int = STREAM_REPEATS,
+    groups: int = STREAM_GROUPS,
+) -> Stability:
+    """The stability verdict from one sample, without another model pass (module docstring).
+
+    ``groups`` groups of ``repeats`` bootstrap resamples of the rows are refitted; each group is
+    judged by :func:`stability` as ``repeats`` independent runs would be (the regions ranked by
+    the explanation's own weights, distinguishable by their bootstrap interval), and the group
+    at the median of the verdicts (worst first, then by W and top-k overlap over the regions
+    that matter; the (G/2+1)-th) is returned, with the share of stable groups.
+
+    Parameters
+    ----------
+    masks : (N, K) bool, the sample (row 0 the original image)
+    y : (N,) float, the explained class's outputs
+    sample_weights : (N,) float, the surrogate's weights of the rows
+    alpha : ridge regularisation
+    seed : the resampling seed (the same seed gives the same verdict)
+    """
+    n = len(masks)
+    rng = np.random.default_rng(seed)
+    sw = np.asarray(sample_weights, np.float64)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=groups * repeats)
+    coefs = ridge_coefs(masks, y, np.vstack([sw[None], counts * sw]), alpha)
+    own, coefs = coefs[0], coefs[1:]
+    spread = coefs.std(axis=0, ddof=1)
+    judged = [
+        stability(coefs[g * repeats : (g + 1) * repeats], "stream", own, spread)
+        for g in range(groups)
+    ]
+    order = sorted(
+        range(groups),
+        key=lambda g: (
+            _SEVERITY[judged[g].verdict],
+            judged[g].matter_kendall_w,
+            judged[g].matter_topk,
+        ),
+    )
+    median = judged[order[groups // 2]]
+    share = float(np.mean([j.verdict == "stable" for j in judged]))
+    return replace(median, stable_share=share, samples=n)
