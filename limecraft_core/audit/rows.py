@@ -1,0 +1,311 @@
+"""One image's audit row: the audit's settings, the predicted class, the top region and its share of |weight|, the score change when it is hidden, the stability verdict, with an expected mask the relevance mass inside it and the pointing game, the flags, and the |weights| on the location map's grid."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from .._validate import LimecraftError, check_int
+from ..config import AUDIT_DEFAULTS, ExplainConfig
+from ..limits import THRESHOLDS
+from ..result import Explanation
+
+#: Cells on each side of the location map (normalised image coordinates).
+MAP_GRID = 64
+
+
+DEPENDENCE = THRESHOLDS["audit_dependence"]
+
+
+FLAG_TEXT = {
+    "outside": "the prediction rests outside the expected region",
+    "border": "the top region touches the image border",
+}
+
+
+def audit_config(settings: dict[str, Any] | None = None) -> ExplainConfig:
+    """The audit's settings: :data:`AUDIT_DEFAULTS` under the given ``{name: value}`` settings.
+
+    Raises
+    ------
+    LimecraftError
+        For an unknown or out-of-range setting, or ``compute_deltas=False``: the audit reads the
+        score change when the top region is hidden.
+    """
+    cfg = ExplainConfig.from_flat({**AUDIT_DEFAULTS, **(settings or {})})
+    if not cfg.targets.compute_deltas:
+        raise LimecraftError(
+            "an audit needs the per-region deltas (the score change when the top region is "
+            "hidden): leave compute_deltas on (drop --no-compute-deltas)"
+        )
+    if cfg.segmentation.method == "given":
+        raise LimecraftError(
+            "an audit segments each image itself: choose a superpixel method, not 'given'"
+        )
+    return cfg
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One image of an audit, as a row of ``audit.csv`` and ``audit.json``.
+
+    Attributes
+    ----------
+    file : str, the image as given (its path relative to the images folder or list file)
+    key : str, the folder of its results under ``images/`` (unique, safe as a file name)
+    digest : str, a hash of the image file's bytes (and of its expected mask's)
+    status : {"ok", "error"}
+    error : str, what went wrong ("" when ok)
+    width, height : int, pixels (0 when unread)
+    predicted : int, the explained class (top-1 unless a target was set); -1 on error
+    label : str, its name
+    score : float, the model's output for it (the settings' output space)
+    n_regions : int
+    top_region : int, the region with the largest weight; -1 on error
+    top_name : str, its name ("" for a superpixel)
+    top_share : float, its share of the total |weight|
+    top_delta : float, the score change when only it is hidden (score minus that output)
+    dependence : float, ``top_delta / score``: the share of the score that hiding it removes
+    top_touches_border : bool, the top region has a pixel on the image's outermost rows or columns
+    verdict : str, the stability verdict ("stable", "borderline", "unstable")
+    verdict_reason : str
+    has_mask : bool, an expected mask was given for this image
+    expected_regions : int, regions at least half inside the expected mask (0: nothing could
+        be judged against it; use smaller regions)
+    relevance_mass : float or None, share of the positive weight inside the expected region
+    pointing_game : bool or None, the top region is inside the expected region
+    rank_accuracy : float or None, share of the top-|E| regions that are expected
+    flags : tuple of str, keys of :data:`FLAG_TEXT`
+    samples_used, model_passes : int
+    seconds : float, wall time of this image's explanation
+    """
+
+    file: str
+    key: str
+    digest: str
+    status: str = "ok"
+    error: str = ""
+    width: int = 0
+    height: int = 0
+    predicted: int = -1
+    label: str = ""
+    score: float = math.nan
+    n_regions: int = 0
+    top_region: int = -1
+    top_name: str = ""
+    top_share: float = math.nan
+    top_delta: float = math.nan
+    dependence: float = math.nan
+    top_touches_border: bool = False
+    verdict: str = ""
+    verdict_reason: str = ""
+    has_mask: bool = False
+    expected_regions: int = 0
+    relevance_mass: float | None = None
+    pointing_game: bool | None = None
+    rank_accuracy: float | None = None
+    flags: tuple[str, ...] = ()
+    samples_used: int = 0
+    model_passes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.flags)
+
+    @property
+    def reason(self) -> str:
+        """The flags in one plain sentence ("" when none)."""
+        parts = []
+        for f in self.flags:
+            if f == "outside":
+                parts.append(
+                    "the top region lies outside the expected region and hiding it alone "
+                    f"removes {self.dependence:.0%} of the score"
+                )
+            else:
+                parts.append(FLAG_TEXT[f])
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (NaN as None)."""
+        d = asdict(self)
+        d["flags"] = list(self.flags)
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> AuditRow:
+        """Read :meth:`to_dict`'s output, checking every field's type (a file is untrusted).
+
+        Raises
+        ------
+        LimecraftError
+            If a field is missing, unknown or of the wrong type.
+        """
+        if not isinstance(d, dict):
+            raise LimecraftError("an audit row must be an object")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(d) - set(known))
+        if unknown:
+            raise LimecraftError(f"an audit row has an unknown field {unknown[0]!r}")
+        values: dict[str, Any] = {}
+        for name, f in known.items():
+            if name not in d:
+                if name in ("file", "key", "digest"):
+                    raise LimecraftError(f"an audit row has no {name!r}")
+                continue
+            values[name] = _field_value(name, str(f.type), d[name])
+        row = cls(**values)
+        if row.status not in ("ok", "error"):
+            raise LimecraftError(f"an audit row's status must be ok or error, not {row.status!r}")
+        bad = [f for f in row.flags if f not in FLAG_TEXT]
+        if bad:
+            raise LimecraftError(f"an audit row has an unknown flag {bad[0]!r}")
+        return row
+
+
+def _field_value(name: str, kind: str, v: Any) -> Any:
+    def fail(what: str) -> LimecraftError:
+        return LimecraftError(f"audit row field {name!r} must be {what}, got {v!r:.60}")
+
+    optional = "None" in kind
+    if v is None and (optional or "float" in kind):
+        return None if optional else math.nan
+    if kind.startswith("str"):
+        if not isinstance(v, str) or len(v) > 10_000:
+            raise fail("a string")
+        return v
+    if kind.startswith("bool"):
+        if not isinstance(v, bool):
+            raise fail("true or false")
+        return v
+    if kind.startswith("int"):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise fail("an integer")
+        return v
+    if kind.startswith("float"):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise fail("a number")
+        return float(v)
+    if kind.startswith("tuple"):
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v) or len(v) > 10:
+            raise fail("a list of flag names")
+        return tuple(v)
+    raise fail(kind)  # pragma: no cover - every field's type is one of the above
+
+
+def touches_border(region: np.ndarray) -> bool:
+    """Whether a (H, W) bool region has a pixel on the outermost rows or columns."""
+    r = np.asarray(region, bool)
+    return bool(r[0].any() or r[-1].any() or r[:, 0].any() or r[:, -1].any())
+
+
+def audit_row(
+    ex: Explanation,
+    *,
+    file: str,
+    key: str,
+    digest: str,
+    has_mask: bool = False,
+    seconds: float = 0.0,
+) -> AuditRow:
+    """The summary row of one image's explanation.
+
+    Parameters
+    ----------
+    ex : Explanation, with its per-region deltas (``compute_deltas``) and, when the image had
+        an expected mask, its ``trust.localisation`` (``explain(expected_mask=...)``)
+    file, key, digest : as :class:`AuditRow`
+    has_mask : bool, an expected mask was given (its localisation is then in ``ex``)
+    seconds : float, the explanation's wall time
+
+    Returns
+    -------
+    AuditRow, its ``flags`` set by the rules in the module docstring.
+    """
+    w = np.asarray(ex.weights, np.float64)
+    top = int(np.argmax(w))
+    total = float(np.abs(w).sum())
+    score = float(ex.predictions[0])
+    delta = float(ex.deltas[0, top])
+    dependence = delta / score if score > 0 and math.isfinite(delta) else math.nan
+    border = touches_border(ex.segments == top)
+    loc = ex.trust.localisation if has_mask else None
+    if has_mask and loc is None:
+        raise LimecraftError("the explanation has no localisation: explain with expected_mask")
+    flags: list[str] = []
+    if loc is not None:
+        if loc.expected and not loc.pointing_game and dependence >= DEPENDENCE:
+            flags.append("outside")
+    elif border:
+        flags.append("border")
+    st = ex.trust.stability
+    h, w_px = ex.segments.shape
+    return AuditRow(
+        file=file,
+        key=key,
+        digest=digest,
+        width=int(w_px),
+        height=int(h),
+        predicted=int(ex.target),
+        label=str(ex.class_labels[0]),
+        score=score,
+        n_regions=int(ex.n_regions),
+        top_region=top,
+        top_name=str(ex.region_names[top]),
+        top_share=float(abs(w[top]) / total) if total > 0 else 0.0,
+        top_delta=delta,
+        dependence=dependence,
+        top_touches_border=border,
+        verdict=st.verdict if st is not None else "",
+        verdict_reason=st.reason if st is not None else "",
+        has_mask=has_mask,
+        expected_regions=0 if loc is None else int(loc.expected),
+        relevance_mass=None if loc is None else float(loc.relevance_mass),
+        pointing_game=None if loc is None else bool(loc.pointing_game),
+        rank_accuracy=None if loc is None else float(loc.relevance_rank_accuracy),
+        flags=tuple(flags),
+        samples_used=int(ex.run.samples_used or ex.config.sampling.samples),
+        model_passes=int(ex.run.model_passes),
+        seconds=float(seconds),
+    )
+
+
+def error_row(file: str, key: str, digest: str, error: str, seconds: float = 0.0) -> AuditRow:
+    """The row of an image that could not be audited (unreadable, a bad mask, a model failure)."""
+    return AuditRow(
+        file=file, key=key, digest=digest, status="error", error=" ".join(error.split()),
+        seconds=float(seconds),
+    )  # fmt: skip
+
+
+def location_grid(ex: Explanation, grid: int = MAP_GRID) -> np.ndarray:
+    """Where an explanation's weight lies, in normalised image coordinates.
+
+    Each pixel gets the |weight| of its region divided by the largest |weight| (so every image
+    counts alike, whatever its scale), and the picture is averaged down to ``grid`` x ``grid``
+    cells (a non-square image is stretched to the square).
+
+    Returns
+    -------
+    (grid, grid) float32 ndarray in [0, 1]; all zeros when every weight is 0.
+    """
+    from skimage.transform import resize
+
+    grid = check_int("grid", grid, 2, 1024)
+    a = np.abs(np.asarray(ex.weights, np.float64))
+    top = float(a.max()) if a.size else 0.0
+    if top <= 0:
+        return np.zeros((grid, grid), np.float32)
+    per_pixel = (a / top)[ex.segments]
+    out = resize(per_pixel, (grid, grid), order=1, anti_aliasing=True, mode="edge")
+    return np.clip(out, 0.0, 1.0).astype(np.float32)
