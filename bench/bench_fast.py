@@ -63,7 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import limecraft_core as lc  # noqa: E402
-from limecraft_core import stages, trust  # noqa: E402
+from limecraft_core import _stages as stages  # noqa: E402
+from limecraft_core import trust  # noqa: E402
 from limecraft_core._validate import as_float_image  # noqa: E402
 from limecraft_core.classifier import cpu_has_native_bf16  # noqa: E402
 from limecraft_core.surrogate import cosine_distance, fit_ridge, make_kernel  # noqa: E402

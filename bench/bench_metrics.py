@@ -9,7 +9,7 @@ with ``faithfulness=False`` and no expected area, then with ``faithfulness=True`
 
 - **passes, measured**: the rows the scorer really ran (dedup applied), counted by wrapping the
   classifier's ``run_masks`` and attributing each call to the engine stage running it (the
-  sampling call; ``stages._faithfulness``'s curve call; ``stages._road``'s calls). Their sum is
+  sampling call; ``_stages.checks._faithfulness``'s curve call; ``_stages.checks._road``'s calls). Their sum is
   checked against ``res.run.model_passes`` with faithfulness on minus off.
 - **passes, formula**: curves 2(K+1)(1+3 random orders), the held-out sample min(N, 500),
   ROAD 2·S with S = ``len(metrics.road_counts(K))``, every other metric 0.
@@ -45,7 +45,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from limecraft_core import Classifier, explain, segment, stages  # noqa: E402
+from limecraft_core import Classifier, explain, segment  # noqa: E402
+from limecraft_core import _stages as stages  # noqa: E402
 from limecraft_core import trust as M  # noqa: E402
 from models import demo, zoo  # noqa: E402
 from models.registry import load_classifier  # noqa: E402

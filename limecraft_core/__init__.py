@@ -91,7 +91,10 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "segment_regions",
         "split_region",
     ),
-    ".stages": ("Partial",),
+    "._stages": (
+        "Partial",
+        "prepare_regions",
+    ),
     ".surrogate": (
         "SurrogateFit",
         "cosine_distance",
@@ -153,6 +156,7 @@ __all__ = [
     "merge_regions",
     "overlay_legend",
     "perturbed_images",
+    "prepare_regions",
     "region_map",
     "regions_from_labels",
     "relabel",

@@ -1,4 +1,4 @@
-"""LIME over regions, end to end: :func:`explain`, a short orchestrator of named stages.
+"""LIME over regions, end to end: :func:`explain`, a short orchestrator of named _stages.
 
 The stages live in :mod:`limecraft_core.stages`, the settings in :mod:`limecraft_core.config`,
 the result and its JSON in :mod:`limecraft_core.result`.
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import stages
+from . import _stages
 from ._validate import LimecraftError, as_float_image
 from .classifier import Classifier
 from .config import OUTPUT_SPACES, ExplainConfig, SpeedConfig, fields
@@ -74,7 +74,7 @@ def explain(
     expected_mask: np.ndarray | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
-    partial: Callable[[stages.Partial], None] | None = None,
+    partial: Callable[[_stages.Partial], None] | None = None,
     memo: MaskCache | None = None,
     **settings: Any,
 ) -> Explanation:
@@ -97,7 +97,7 @@ def explain(
         rely on: adds ``trust.localisation`` (no model pass)
     progress, cancel : callable(done, total) after each model batch; callable() -> bool that
         stops with ``Cancelled`` when True
-    partial : callable(stages.Partial) after each step of the main sample: the weights and
+    partial : callable(_stages.Partial) after each step of the main sample: the weights and
         one-sample verdict so far (the last one final), for a front end to show them refining
     memo : MaskCache of scores by mask, kept by the caller across runs of one image, regions,
         model, fill and speed settings (and only those): its masks are not scored again
@@ -108,31 +108,31 @@ def explain(
     Returns an Explanation. Raises LimecraftError on any invalid input (the message says how to
     fix it), ModelError when the model failed or returned unusable scores.
     """
-    timer = stages.Timer()
+    timer = _stages.Timer()
     cfg = config.replace(**settings) if config is not None else ExplainConfig.from_flat(settings)
     img = as_float_image(image)
     scorer = as_scorer(model, cfg.speed, labels=labels, input_size=input_size, normalize=normalize)
     with timer("segmentation_s"):
-        regions, seg = stages.prepare_regions(
+        regions, seg = _stages.prepare_regions(
             img, cfg.segmentation, segments, regions_mask, region_names, cfg.sampling.seed
         )
     cfg = dataclasses.replace(cfg, segmentation=seg)  # what really made the regions
     kern = kernel or make_kernel(cfg.surrogate.kernel_width)
     with timer("sampling_s"):
-        scene = stages.prepare_scene(img, regions, scorer, cfg.fill, cfg.speed.batch_size)
-        plan = stages.plan_samples(regions.n_regions, cfg)
+        scene = _stages.prepare_scene(img, regions, scorer, cfg.fill, cfg.speed.batch_size)
+        plan = _stages.plan_samples(regions.n_regions, cfg)
         planned = plan.rows(cfg.sampling.samples)
-        run = stages.Runner(scorer, scene, cfg, planned, progress, cancel, memo)
-        scores = stages.score(run, plan, cfg, kern, partial)
+        run = _stages.Runner(scorer, scene, cfg, planned, progress, cancel, memo)
+        scores = _stages.score(run, plan, cfg, kern, partial)
     with timer("fit_s"):
-        classes = stages.choose_classes(scores.original, cfg)
-        surrogate = stages.fit(scores, classes, kern, cfg.surrogate.ridge_alpha)
+        classes = _stages.choose_classes(scores.original, cfg)
+        surrogate = _stages.fit(scores, classes, kern, cfg.surrogate.ridge_alpha)
     with timer("trust_s"):
-        trust = stages.run_trust_checks(
+        trust = _stages.run_trust_checks(
             run, scene, scores, surrogate, classes[0], cfg, kern, (regions.labels, expected_mask)
         )
     parts = dict(cfg=cfg, scorer=scorer, regions=regions, scene=scene, scores=scores)
-    return stages.summarise(
+    return _stages.summarise(
         **parts, classes=classes, surrogate=surrogate, trust=trust, run=run, kernel=kern,
         timings=timer.done(),
     )  # fmt: skip

@@ -50,7 +50,7 @@ def full(quadrants) -> A.Analysis:
     A.add_region(a, m2, "")
     A.set_segmentation(a, A.SegSettings("grid", 9, "segment", ()))
     seg = A.segmentation_config(a)
-    regions, _ = lc.stages.prepare_regions(
+    regions, _ = lc.prepare_regions(
         lc._validate.as_float_image(quadrants),
         seg,
         regions_mask=[h.mask for h in a.hand],
@@ -261,7 +261,7 @@ def test_the_recorded_segmentation_is_the_one_chosen_on_craft(method):
     assert ex.run.handcrafted == 0
     # the CLI's own region stage, given the recorded settings, makes the same regions
     s = at.session_state["app"]
-    again, _ = lc.stages.prepare_regions(lc._validate.as_float_image(s.image), seg)
+    again, _ = lc.prepare_regions(lc._validate.as_float_image(s.image), seg)
     assert np.array_equal(again.labels, ex.segments)
 
 
@@ -459,7 +459,7 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     assert any("tag" in m.value for m in at.markdown if "Applied edits" in m.value)
     button(at, "Explain the edited image").click().run()
     assert not at.exception, at.exception
-    labels = lc.stages.prepare_regions(
+    labels = lc.prepare_regions(
         lc._validate.as_float_image(s.image),
         A.segmentation_config(s),
         regions_mask=[h.mask for h in s.hand],

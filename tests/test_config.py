@@ -16,11 +16,11 @@ from toys import ChannelMeans
 
 import limecraft_core as lc
 from limecraft import cli
+from limecraft_core import prepare_regions
 from limecraft_core._validate import as_float_image
 from limecraft_core.config import GROUPS, ExplainConfig, SegmentationConfig, fields
 from limecraft_core.limits import LIMITS, Limit
 from limecraft_core.result import Explanation
-from limecraft_core.stages import prepare_regions
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {s.name: s for s in fields()}

@@ -13,7 +13,8 @@ from e2e_helpers import shot as _shot
 from PIL import Image
 from playwright.sync_api import expect
 
-from limecraft_core import boundaries, stages
+from limecraft_core import _stages as stages
+from limecraft_core import boundaries
 from limecraft_core._validate import as_float_image
 from limecraft_core.edits import Edit, apply_edits
 from models.samples import load_sample

@@ -92,9 +92,7 @@ def app_regions(sample: str) -> lc.Regions:
     engine call the app makes), to know which pixel belongs to which region."""
     s = load_sample(sample)
     a = A.new(s.image, s.name, tag_mask=s.tag_mask, note=s.note)
-    return lc.stages.prepare_regions(
-        lc._validate.as_float_image(s.image), A.segmentation_config(a)
-    )[0]
+    return lc.prepare_regions(lc._validate.as_float_image(s.image), A.segmentation_config(a))[0]
 
 
 def chart_bars(page) -> tuple[list[str], list[dict[str, str]]]:

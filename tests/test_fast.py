@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import limecraft_core as lc
-from limecraft_core import stages, trust
+from limecraft_core import _stages as stages
+from limecraft_core import trust
 from limecraft_core.classifier import BF16_CHECK_ROWS
 from limecraft_core.surrogate import cosine_distance, fit_ridge, make_kernel
 from tests.toys import ChannelMeans, LinearPixels

@@ -353,8 +353,8 @@ def test_glime_weighted_fit_converges_to_bernoullis():
 
 
 def test_glime_draws_with_the_surrogates_kernel_width():
+    from limecraft_core._stages import plan_samples
     from limecraft_core.config import ExplainConfig
-    from limecraft_core.stages import plan_samples
     from limecraft_core.surrogate import cosine_distance, make_kernel
 
     cfg = ExplainConfig.from_flat({"sampling": "glime", "kernel_width": 0.15, "samples": 300})

@@ -106,7 +106,7 @@ def _quantus(metric, model, image, attribution, segmentation=None, **kw) -> np.n
 
 
 def _deletion_curve(setup, weights) -> np.ndarray:
-    """The engine's deletion curve (K+1 outputs), built as stages._faithfulness builds it."""
+    """The engine's deletion curve (K+1 outputs), built as _stages.checks._faithfulness builds it."""
     image, model, _ = setup
     order = np.argsort(-np.asarray(weights), kind="stable")
     masks, _ = deletion_insertion_masks(order, K)

@@ -351,7 +351,7 @@ def _prepare(
     hit = _regions_cache().get(key)
     if hit is not None:
         return hit
-    regions, _ = lc.stages.prepare_regions(
+    regions, _ = lc.prepare_regions(
         lc._validate.as_float_image(image),
         seg,
         regions_mask=list(masks) if masks else None,

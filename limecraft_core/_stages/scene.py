@@ -1,0 +1,80 @@
+"""Stage 2: the image, fill and label map at the model's input size, on its device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import FillConfig
+from ..perturb import default_batch_size, make_fill
+from ..regions import (
+    Regions,
+    resize_nearest,
+)
+from ..scorer import Scorer
+
+
+@dataclass(frozen=True, eq=False)
+class Scene:
+    """The image, fill and label map at the model's input size, on its device.
+
+    Attributes
+    ----------
+    image, fill : (3, h, w) float32 tensors in [0, 1]
+    labels : (h, w) int64 tensor, region ids 0..K-1
+    work_image : (h, w, 3) float32 ndarray, the image at that size (for other fills)
+    work_labels : (h, w) int ndarray
+    n_regions : int, K
+    batch_size : int
+    """
+
+    image: torch.Tensor
+    fill: torch.Tensor
+    labels: torch.Tensor
+    work_image: np.ndarray
+    work_labels: np.ndarray
+    n_regions: int
+    batch_size: int
+
+    def fill_tensor(self, fill: Any, blur_sigma: float | None) -> torch.Tensor:
+        """Another fill of the same scene (for the fill comparison)."""
+        return _to_device(
+            make_fill(self.work_image, self.work_labels, fill, blur_sigma=blur_sigma),
+            self.image.device,
+        )
+
+
+def _to_device(a: np.ndarray, device: torch.device) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1))).to(device)
+
+
+def prepare_scene(
+    image: np.ndarray, regions: Regions, scorer: Scorer, fill: FillConfig, batch_size: int | None
+) -> Scene:
+    """Compose at the model's input size: the model would resize anyway, and it is far cheaper."""
+    h, w = image.shape[:2]
+    dev = scorer.device
+    size = scorer.input_size or (h, w)
+    labels = regions.labels
+    work_labels = labels if size == (h, w) else resize_nearest(labels, size)
+    image_t = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))).to(dev)
+    if size != (h, w):
+        image_t = F.interpolate(
+            image_t[None], size=size, mode="bilinear", antialias=True, align_corners=False
+        )[0]
+    work_image = image_t.cpu().numpy().transpose(1, 2, 0)
+    return Scene(
+        image=image_t,
+        fill=_to_device(
+            make_fill(work_image, work_labels, fill.fill, blur_sigma=fill.blur_sigma), dev
+        ),
+        labels=torch.from_numpy(work_labels.astype(np.int64)).to(dev),
+        work_image=work_image,
+        work_labels=work_labels,
+        n_regions=regions.n_regions,
+        batch_size=batch_size or default_batch_size(dev, size[0] * size[1]),
+    )
