@@ -1,0 +1,27 @@
+"""Edits of one region for the "Inspect" step: recolour, move, rotate, scale, blur or remove it.
+
+The analyst edits one object and watches the model's prediction move; that is how a shortcut
+is caught. Every function here is pure: arrays in, new arrays out, inputs never modified.
+Label maps hold ints 0..K-1 with no gaps, and every pixel is assigned; so do the label maps
+returned. Images of any size from 1x1 up are accepted.
+
+The rooms: :mod:`.edit` (``Edit``, ``EditResult`` and the checks), :mod:`.apply`
+(``apply_edit``, ``apply_edits``), :mod:`.geometry` (move, rotate, scale;
+``transform_mask``) and :mod:`.pixels` (recolour, blur, fills).
+"""
+
+from __future__ import annotations
+
+from .apply import apply_edit, apply_edits
+from .edit import EDIT_FILLS, EDIT_KINDS, Edit, EditResult
+from .geometry import transform_mask
+
+__all__ = [
+    "EDIT_FILLS",
+    "EDIT_KINDS",
+    "Edit",
+    "EditResult",
+    "apply_edit",
+    "apply_edits",
+    "transform_mask",
+]
