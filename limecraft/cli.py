@@ -609,7 +609,8 @@ def audit_settings(a: argparse.Namespace):
 
 def _audit_images(a: argparse.Namespace) -> tuple[list[tuple[str, Path]], dict[str, Path]]:
     """The images to audit and their expected masks, checked before any model is loaded."""
-    from limecraft_core.io.audit_folder import AuditFolder, list_images, match_masks
+    from limecraft_core.io.audit_folder import AuditFolder
+    from limecraft_core.io.dataset import list_images, match_masks
 
     files = list_images(a.images)
     if a.limit is not None:
@@ -670,7 +671,8 @@ def _audit_explain(
 def cmd_audit(a: argparse.Namespace) -> int:
     import time
 
-    from limecraft_core.io.audit_folder import AuditFolder, audit_items, settings_key
+    from limecraft_core.io.audit_folder import AuditFolder, settings_key
+    from limecraft_core.io.dataset import audit_items
 
     config = audit_settings(a)
     files, masks = _audit_images(a)

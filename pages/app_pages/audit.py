@@ -14,7 +14,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core import render
 from limecraft_core.audit import FLAG_TEXT, AuditRow, audit_config, sort_rows
-from limecraft_core.io import audit_folder
+from limecraft_core.io import audit_folder, dataset
 from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
 from pages.lib import analysis as A
@@ -107,7 +107,7 @@ def open_finished() -> None:
     inbox = folder / "opened"  # unpacked apart: nothing in it can replace the audit's own files
     try:
         if up is not None:
-            audit_folder.unpack_zip(up.getvalue(), inbox)
+            dataset.unpack_zip(up.getvalue(), inbox)
         else:
             audits.write_files(inbox, [(f.name, f.getvalue()) for f in files])
         opened = audit_folder.load_audit(inbox)

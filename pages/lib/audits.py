@@ -31,14 +31,11 @@ import limecraft_core as lc
 import serving
 from limecraft_core.audit import AuditOutcome, run_audit
 from limecraft_core.io import decode_mask
-from limecraft_core.io.audit_folder import (
-    AuditFolder,
-    LoadedAudit,
+from limecraft_core.io.audit_folder import AuditFolder, LoadedAudit, load_audit, settings_key
+from limecraft_core.io.dataset import (
     audit_items,
-    load_audit,
     match_masks,
     safe_parts,
-    settings_key,
     split_dataset,
     unpack_zip,
 )
