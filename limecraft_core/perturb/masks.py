@@ -51,6 +51,38 @@ def _glime_counts(k_regions: int, p: float, kernel_width: float | str) -> np.nda
     return q / q.sum()
 
 
+def _draw_rows(
+    scheme: str,
+    gen: np.random.Generator,
+    rows: int,
+    k_regions: int,
+    p: float,
+    kernel_width: float | str,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows after row 0 as ``scheme`` draws them, and their weights where the scheme sets
+    them before the guard of :func:`sample_masks` (None: all 1)."""
+    if scheme == "bernoulli":
+        return gen.random((rows, k_regions)) < p, None
+    if scheme in ("stratified", "glime"):
+        if scheme == "stratified":
+            k = gen.integers(0, k_regions + 1, size=rows)
+        else:
+            k = gen.choice(k_regions + 1, size=rows, p=_glime_counts(k_regions, p, kernel_width))
+        ranks = np.argsort(np.argsort(gen.random((rows, k_regions)), axis=1), axis=1)
+        z = ranks < k[:, None]
+        if scheme == "glime":
+            return z, None  # weighted after the guard, for each row's own count
+        return z, _binom_pmf(k.astype(np.float64), k_regions, p) * (k_regions + 1)
+    if abs(p - 0.5) > 1e-12:
+        raise LimecraftError("antithetic sampling needs p = 0.5")
+    half = gen.random(((rows + 1) // 2, k_regions)) < 0.5
+    # Interleaved (z1, ~z1, z2, ~z2, ...): every even-length prefix is balanced, so
+    # convergence checks that refit on prefixes keep the variance reduction.
+    z = np.empty((2 * len(half), k_regions), dtype=bool)
+    z[0::2], z[1::2] = half, ~half
+    return z[:rows], None
+
+
 def sample_masks(
     n_regions: int,
     n_samples: int,
@@ -106,32 +138,15 @@ def sample_masks(
     gen = np.random.default_rng(rng)
     rows = n - 1
     weights = np.ones(n, dtype=np.float64)
-    if scheme == "bernoulli":
-        z = gen.random((rows, k_regions)) < p
-    elif scheme == "stratified":
-        k = gen.integers(0, k_regions + 1, size=rows)
-        ranks = np.argsort(np.argsort(gen.random((rows, k_regions)), axis=1), axis=1)
-        z = ranks < k[:, None]
-        weights[1:] = _binom_pmf(k.astype(np.float64), k_regions, p) * (k_regions + 1)
-    elif scheme == "glime":
-        q = _glime_counts(k_regions, p, kernel_width)
-        k = gen.choice(k_regions + 1, size=rows, p=q)
-        ranks = np.argsort(np.argsort(gen.random((rows, k_regions)), axis=1), axis=1)
-        z = ranks < k[:, None]
-    else:
-        if abs(p - 0.5) > 1e-12:
-            raise LimecraftError("antithetic sampling needs p = 0.5")
-        half = gen.random(((rows + 1) // 2, k_regions)) < 0.5
-        # Interleaved (z1, ~z1, z2, ~z2, ...): every even-length prefix is balanced, so
-        # convergence checks that refit on prefixes keep the variance reduction.
-        z = np.empty((2 * len(half), k_regions), dtype=bool)
-        z[0::2], z[1::2] = half, ~half
-        z = z[:rows]
+    z, row_weights = _draw_rows(scheme, gen, rows, k_regions, p, kernel_width)
+    if row_weights is not None:
+        weights[1:] = row_weights
     if rows >= 3:
         for j in np.flatnonzero(z.all(axis=0) | ~z.any(axis=0)):
             z[gen.integers(rows), j] ^= True
     if scheme == "glime":  # after the guard, so a flipped row is weighted for its own count
         k = z.sum(axis=1)
+        q = _glime_counts(k_regions, p, kernel_width)
         weights[1:] = _binom_pmf(k.astype(np.float64), k_regions, p) / q[k]
     masks = np.concatenate([np.ones((1, k_regions), dtype=bool), z])
     return MaskSample(masks=masks, weights=weights, scheme=scheme, p=p)

@@ -83,6 +83,55 @@ def _merge_small(pieces: np.ndarray, movable: np.ndarray, min_size: int) -> np.n
     return pieces
 
 
+def _checked(
+    shape: tuple[int, int],
+    outer_segments: int | None,
+    inner_method: str,
+    outer_method: str,
+    working_size: int | str | None,
+    seed: int,
+    min_fragment: int | None,
+) -> tuple[int | None, int | None, int | None, int, int]:
+    """:func:`compose_regions`'s settings checked, in the order its errors are reported:
+    ``outer_segments``, the methods, the working sizes, the seed and ``min_fragment`` (its
+    default: 0.1% of the image, at least 4 pixels)."""
+    if outer_segments is not None:
+        outer_segments = LIMITS["outer_segments"].check("outer_segments", outer_segments)
+    _check_count("outer_segments", outer_segments, shape)
+    check_choice("inner method", inner_method, METHODS)
+    check_choice("outer method", outer_method, METHODS)
+    inner_size = _check_working_size(working_size, inner_method)
+    outer_size = _check_working_size(working_size, outer_method)
+    seed = LIMITS["seed"].check("seed", seed)
+    if min_fragment is None:
+        min_fragment = max(4, shape[0] * shape[1] // 1000)
+    min_fragment = check_int("min_fragment", min_fragment, 0, MAX_PIXELS)
+    return outer_segments, inner_size, outer_size, seed, min_fragment
+
+
+def _add_rest(
+    atoms: _Atoms,
+    img: np.ndarray,
+    rest: np.ndarray,
+    outer: tuple[str, int | None, Mapping[str, Any], int | None, int],
+    min_fragment: int,
+    progress: Progress,
+) -> str:
+    """The rest of the image as atoms: one background feature, or segmented with the outer
+    method (``outer``: method, count, parameters, working size, seed) and its small pieces
+    merged. Returns the segmentation's note."""
+    method, count, params, size, seed = outer
+    if count == 1:
+        atoms.add(None, rest, "background", "background", split=False)
+        return ""
+    whole, note = _segment_scaled(
+        img, method, count, params, size, seed, _between(progress, 0.3, 0.9)
+    )
+    progress(0.9, "merging the rest's small pieces")
+    atoms.add_auto(_merge_small(_components(whole, rest), rest, min_fragment), rest)
+    return note
+
+
 def compose_regions(
     image: np.ndarray,
     regions_mask: Any,
@@ -145,18 +194,9 @@ def compose_regions(
     shape = img.shape[:2]
     masks = _as_masks(regions_mask, shape)
     names, inner = _hand_settings(len(masks), names, inner_segments)
-    if outer_segments is not None:
-        outer_segments = LIMITS["outer_segments"].check("outer_segments", outer_segments)
-    _check_count("outer_segments", outer_segments, shape)
-    check_choice("inner method", inner_method, METHODS)
-    check_choice("outer method", outer_method, METHODS)
-    inner_size = _check_working_size(working_size, inner_method)
-    outer_size = _check_working_size(working_size, outer_method)
-    seed = LIMITS["seed"].check("seed", seed)
-    if min_fragment is None:
-        min_fragment = max(4, shape[0] * shape[1] // 1000)
-    min_fragment = check_int("min_fragment", min_fragment, 0, MAX_PIXELS)
-
+    outer_segments, inner_size, outer_size, seed, min_fragment = _checked(
+        shape, outer_segments, inner_method, outer_method, working_size, seed, min_fragment
+    )
     owner = np.zeros(shape, dtype=np.int32)  # 0 = rest of the image, i + 1 = handcrafted region i
     for i, m in enumerate(masks):
         owner[m] = i + 1
@@ -169,24 +209,11 @@ def compose_regions(
             progress(0.1 + 0.2 * i / len(masks), f"cutting {names[i]} into pieces")
         pieces = _inner_pieces(img, where, inner[i], inner_method, inner_size, min_fragment, seed)
         atoms.add(pieces, where, f"hand:{i}", names[i], split=pieces is not None)
-
     rest = owner == 0
     note = ""
     if rest.any():
-        if outer_segments == 1:
-            atoms.add(None, rest, "background", "background", split=False)
-        else:
-            whole, note = _segment_scaled(
-                img,
-                outer_method,
-                outer_segments,
-                outer_params or {},
-                outer_size,
-                seed,
-                _between(progress, 0.3, 0.9),
-            )
-            progress(0.9, "merging the rest's small pieces")
-            atoms.add_auto(_merge_small(_components(whole, rest), rest, min_fragment), rest)
+        outer = (outer_method, outer_segments, outer_params or {}, outer_size, seed)
+        note = _add_rest(atoms, img, rest, outer, min_fragment, progress)
     progress(1.0, "done")
     return atoms.regions(note)
 

@@ -106,6 +106,42 @@ def tinted_regions(
     return TintedRegions(pos, neg, ids, float(vmax), float(threshold))
 
 
+def _without(chosen: TintedRegions, grey_ids: Sequence[int]) -> TintedRegions:
+    """``chosen`` less the regions to be greyed out."""
+    if not grey_ids:
+        return chosen
+    keep = lambda ids: tuple(i for i in ids if i not in grey_ids)  # noqa: E731
+    return dataclasses.replace(
+        chosen,
+        positive=keep(chosen.positive),
+        negative=keep(chosen.negative),
+        ids=keep(chosen.ids),
+    )
+
+
+def _paint(
+    img: np.ndarray,
+    labels: np.ndarray,
+    w: np.ndarray,
+    chosen: TintedRegions,
+    grey_ids: Sequence[int],
+    max_alpha: float,
+    dim_others: float,
+    width: int,
+) -> np.ndarray:
+    """The chosen regions tinted and outlined, the others dimmed, ``grey_ids`` greyed out."""
+    share, colour = _strengths(w, chosen)
+    tinted = np.isin(labels, chosen.ids)
+    out = _tint(img, labels, tinted, share * max_alpha, colour, dim_others)
+    if grey_ids:
+        out = _grey_out(out, np.isin(labels, grey_ids))
+    if width:
+        edge = _near_border(labels, width) & tinted
+        opacity = (0.2 + 0.8 * share)[labels][edge][:, None]  # a weak region's outline is fainter
+        out[edge] = (1 - opacity) * out[edge] + opacity * colour[labels[edge]]
+    return _u8(out)
+
+
 def weight_overlay(
     image: np.ndarray,
     segments: np.ndarray,
@@ -181,24 +217,8 @@ def weight_overlay(
     img, labels = _resized(img, segments, long_side)
     width = _outline_width(labels.shape, outline)
     grey_ids = [int(check_int("grey region", g, 0, len(w) - 1)) for g in grey]
-    if grey_ids:
-        keep = lambda ids: tuple(i for i in ids if i not in grey_ids)  # noqa: E731
-        chosen = dataclasses.replace(
-            chosen,
-            positive=keep(chosen.positive),
-            negative=keep(chosen.negative),
-            ids=keep(chosen.ids),
-        )
-    share, colour = _strengths(w, chosen)
-    tinted = np.isin(labels, chosen.ids)
-    out = _tint(img, labels, tinted, share * max_alpha, colour, dim_others)
-    if grey_ids:
-        out = _grey_out(out, np.isin(labels, grey_ids))
-    if width:
-        edge = _near_border(labels, width) & tinted
-        opacity = (0.2 + 0.8 * share)[labels][edge][:, None]  # a weak region's outline is fainter
-        out[edge] = (1 - opacity) * out[edge] + opacity * colour[labels[edge]]
-    picture = _u8(out)
+    chosen = _without(chosen, grey_ids)
+    picture = _paint(img, labels, w, chosen, grey_ids, max_alpha, dim_others, width)
     if texts is not None and chosen.ids:
         picture = _draw_ids(picture, segments, chosen, texts, w)
     return picture

@@ -103,6 +103,37 @@ def irof(deletion_curve: Sequence[float], *, fill: str = "mean") -> Irof:
     )
 
 
+def _solve_hole(img: np.ndarray, hole: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The hole's pixels (``idx``, flat indices in row-major order) that each equal the
+    weighted mean of their neighbours: one sparse linear system, solved for every channel."""
+    h, w, c = img.shape
+    n = len(idx)
+    var = np.full(h * w, -1)
+    var[idx] = np.arange(n)
+    rows, cols = np.divmod(idx, w)
+    diag = np.zeros(n)
+    a_i, a_j, a_v = [], [], []
+    b = np.zeros((n, c))
+    for dr, dc, wt in _NEIGHBOURS:
+        r, cc = rows + dr, cols + dc
+        ok = (r >= 0) & (r < h) & (cc >= 0) & (cc < w)
+        nb = np.where(ok, r * w + cc, 0)
+        diag[ok] += wt
+        inner = ok & hole.ravel()[nb]
+        a_i.append(np.flatnonzero(inner))
+        a_j.append(var[nb[inner]])
+        a_v.append(np.full(inner.sum(), wt))
+        known = ok & ~inner
+        b[known] -= wt * img.reshape(h * w, c)[nb[known]]
+    a_i.append(np.arange(n))
+    a_j.append(np.arange(n))
+    a_v.append(-diag)
+    system = coo_matrix(
+        (np.concatenate(a_v), (np.concatenate(a_i), np.concatenate(a_j))), shape=(n, n)
+    ).tocsc()
+    return np.asarray(spsolve(system, b)).reshape(n, c)
+
+
 def noisy_linear_imputation(
     image: np.ndarray,
     hole: np.ndarray,
@@ -156,30 +187,7 @@ def noisy_linear_imputation(
         raise LimecraftError(
             "the hole covers the whole image: keep at least one pixel to impute from"
         )
-    var = np.full(h * w, -1)
-    var[idx] = np.arange(n)
-    rows, cols = np.divmod(idx, w)
-    diag = np.zeros(n)
-    a_i, a_j, a_v = [], [], []
-    b = np.zeros((n, c))
-    for dr, dc, wt in _NEIGHBOURS:
-        r, cc = rows + dr, cols + dc
-        ok = (r >= 0) & (r < h) & (cc >= 0) & (cc < w)
-        nb = np.where(ok, r * w + cc, 0)
-        diag[ok] += wt
-        inner = ok & hole.ravel()[nb]
-        a_i.append(np.flatnonzero(inner))
-        a_j.append(var[nb[inner]])
-        a_v.append(np.full(inner.sum(), wt))
-        known = ok & ~inner
-        b[known] -= wt * img.reshape(h * w, c)[nb[known]]
-    a_i.append(np.arange(n))
-    a_j.append(np.arange(n))
-    a_v.append(-diag)
-    system = coo_matrix(
-        (np.concatenate(a_v), (np.concatenate(a_i), np.concatenate(a_j))), shape=(n, n)
-    ).tocsc()
-    solved = np.asarray(spsolve(system, b)).reshape(n, c)
+    solved = _solve_hole(img, hole, idx)
     if noise > 0:
         gen = rng if hasattr(rng, "standard_normal") else np.random.default_rng(rng)
         solved = solved + noise * gen.standard_normal((c, n)).T
