@@ -147,6 +147,51 @@ def _decode_array(d: Any) -> np.ndarray:
         raise LimecraftError(f"explanation JSON: 'segments' could not be decoded ({e})") from None
 
 
+def _check_header(d: Any) -> None:
+    """An explanation JSON's format, version and segments are there (before anything is read)."""
+    if not isinstance(d, dict) or d.get("format") != JSON_FORMAT:
+        raise LimecraftError("not a LIMEcraft explanation (missing format: limecraft-explanation)")
+    if d.get("format_version") not in (1, JSON_VERSION):
+        raise LimecraftError(f"unsupported explanation format_version {d.get('format_version')!r}")
+    if "segments" not in d:
+        raise LimecraftError(
+            "this explanation JSON was saved without segments; it cannot be restored"
+        )
+
+
+def _vec(c: dict, key: str, k: int, nullable: bool = False) -> np.ndarray:
+    """``c[key]``: a list of ``k`` numbers (``nullable``: null is NaN)."""
+    v = c[key]
+    if not isinstance(v, list) or len(v) != k:
+        raise ValueError(f"classes[].{key} must be a list of {k} numbers")
+    if nullable:
+        v = [np.nan if x is None else x for x in v]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise ValueError(f"classes[].{key} must hold numbers only")
+    a = np.asarray(v, dtype=np.float64)
+    if not nullable and not np.isfinite(a).all():
+        raise ValueError(f"classes[].{key} must be {k} finite numbers")
+    return a
+
+
+def _num(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _class_index(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
+        raise ValueError(f"a class index must be an integer in [0, 2**31), got {v!r}")
+    return v
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {v!r}")
+    return v
+
+
 @dataclass(frozen=True, eq=False)
 class Explanation:
     """The result of :func:`explain`. Arrays are per explained class (L) and per region (K).
@@ -331,18 +376,7 @@ class Explanation:
     @classmethod
     def from_dict(cls, d: Any) -> Explanation:
         """Restore from :meth:`to_dict`'s output, checking every part."""
-        if not isinstance(d, dict) or d.get("format") != JSON_FORMAT:
-            raise LimecraftError(
-                "not a LIMEcraft explanation (missing format: limecraft-explanation)"
-            )
-        if d.get("format_version") not in (1, JSON_VERSION):
-            raise LimecraftError(
-                f"unsupported explanation format_version {d.get('format_version')!r}"
-            )
-        if "segments" not in d:
-            raise LimecraftError(
-                "this explanation JSON was saved without segments; it cannot be restored"
-            )
+        _check_header(d)
         seg = _decode_array(d["segments"])
         try:
             if seg.ndim != 2 or not np.issubdtype(seg.dtype, np.integer):
@@ -357,57 +391,29 @@ class Explanation:
             if not isinstance(classes, list) or not classes:
                 raise ValueError("'classes' must be a non-empty list")
 
-            def vec(c: dict, key: str, nullable: bool = False) -> np.ndarray:
-                v = c[key]
-                if not isinstance(v, list) or len(v) != k:
-                    raise ValueError(f"classes[].{key} must be a list of {k} numbers")
-                if nullable:
-                    v = [np.nan if x is None else x for x in v]
-                if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-                    raise ValueError(f"classes[].{key} must hold numbers only")
-                a = np.asarray(v, dtype=np.float64)
-                if not nullable and not np.isfinite(a).all():
-                    raise ValueError(f"classes[].{key} must be {k} finite numbers")
-                return a
-
-            def num(v: Any) -> float:
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise ValueError(f"expected a number, got {v!r}")
-                return float(v)
-
-            def class_index(v: Any) -> int:
-                if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
-                    raise ValueError(f"a class index must be an integer in [0, 2**31), got {v!r}")
-                return v
-
-            def text(v: Any) -> str:
-                if not isinstance(v, str):
-                    raise ValueError(f"expected a string, got {v!r}")
-                return v
-
             config, run = _settings(d)
             return cls(
                 config=config,
                 run=run,
                 segments=seg.astype(np.int32),
-                region_keys=tuple(text(r["key"]) for r in regions),
-                region_names=tuple(text(r["name"]) for r in regions),
+                region_keys=tuple(_text(r["key"]) for r in regions),
+                region_names=tuple(_text(r["name"]) for r in regions),
                 region_pixels=np.bincount(seg.ravel(), minlength=k).astype(np.int64),
-                classes=tuple(class_index(c["index"]) for c in classes),
-                class_labels=tuple(text(c["label"]) for c in classes),
-                class_weights=np.stack([vec(c, "weights") for c in classes]),
-                intercepts=np.array([num(c["intercept"]) for c in classes]),
-                scores=np.array([num(c["score"]) for c in classes]),
-                local_predictions=np.array([num(c["local_prediction"]) for c in classes]),
-                predictions=np.array([num(c["prediction"]) for c in classes]),
-                deltas=np.stack([vec(c, "deltas", True) for c in classes]),
-                kept_alone=np.stack([vec(c, "kept_alone", True) for c in classes]),
+                classes=tuple(_class_index(c["index"]) for c in classes),
+                class_labels=tuple(_text(c["label"]) for c in classes),
+                class_weights=np.stack([_vec(c, "weights", k) for c in classes]),
+                intercepts=np.array([_num(c["intercept"]) for c in classes]),
+                scores=np.array([_num(c["score"]) for c in classes]),
+                local_predictions=np.array([_num(c["local_prediction"]) for c in classes]),
+                predictions=np.array([_num(c["prediction"]) for c in classes]),
+                deltas=np.stack([_vec(c, "deltas", k, True) for c in classes]),
+                kept_alone=np.stack([_vec(c, "kept_alone", k, True) for c in classes]),
                 top_predictions=tuple(
-                    (class_index(t["index"]), text(t["label"]), num(t["score"]))
+                    (_class_index(t["index"]), _text(t["label"]), _num(t["score"]))
                     for t in d.get("top_predictions", [])
                 ),
-                timings={text(a): num(b) for a, b in d.get("timings", {}).items()},
-                versions={text(a): text(b) for a, b in d.get("versions", {}).items()},
+                timings={_text(a): _num(b) for a, b in d.get("timings", {}).items()},
+                versions={_text(a): _text(b) for a, b in d.get("versions", {}).items()},
                 trust=TrustResults.from_dict(
                     {key: _plain_json(d[key]) for key in TRUST_KEYS if key in d}
                 ),

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import render
 from ..result import Explanation
-from ..trust import fidelity
+from ..trust import Stability, fidelity
 from ._report_figures import _region_name
 
 #: Regions in the report's short table; the full table is folded below it.
@@ -112,29 +112,7 @@ def _checks(ex: Explanation) -> list[_Check]:
     ]
     t = ex.trust
     if t.stability is not None:
-        s = t.stability
-        out.append(
-            _Check(
-                f"Stability over {s.runs}",
-                (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
-                + (
-                    f"{len(s.matter)} regions matter: Kendall's W over them "
-                    f"{s.matter_kendall_w:.2f}, top-k overlap {s.matter_topk:.2f}, sign flips "
-                    f"{s.matter_sign_flips:.0%}; "
-                    if s.reason
-                    else ""
-                )
-                + f"Kendall's W over the top-10 {s.kendall_w:.3f}, top-5 overlap "
-                f"{s.jaccard_top5:.2f}"
-                + (
-                    f"; {len(s.inconsistent_sign)} regions change sign (sign entropy > 0)"
-                    if s.inconsistent_sign
-                    else ""
-                ),
-                s.verdict,
-                {"stable": "good", "borderline": "warn"}.get(s.verdict, "bad"),
-            )
-        )
+        out.append(_stability_check(t.stability))
     if t.early_stop is not None:
         e = t.early_stop
         out.append(
@@ -161,6 +139,39 @@ def _checks(ex: Explanation) -> list[_Check]:
                 "good" if c.needed else "warn",
             )
         )
+    out += _more_checks(ex)
+    out += _localisation_check(ex)
+    return out
+
+
+def _stability_check(s: Stability) -> _Check:
+    """The stability verdict, with the numbers it rests on."""
+    return _Check(
+        f"Stability over {s.runs}",
+        (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
+        + (
+            f"{len(s.matter)} regions matter: Kendall's W over them "
+            f"{s.matter_kendall_w:.2f}, top-k overlap {s.matter_topk:.2f}, sign flips "
+            f"{s.matter_sign_flips:.0%}; "
+            if s.reason
+            else ""
+        )
+        + f"Kendall's W over the top-10 {s.kendall_w:.3f}, top-5 overlap "
+        f"{s.jaccard_top5:.2f}"
+        + (
+            f"; {len(s.inconsistent_sign)} regions change sign (sign entropy > 0)"
+            if s.inconsistent_sign
+            else ""
+        ),
+        s.verdict,
+        {"stable": "good", "borderline": "warn"}.get(s.verdict, "bad"),
+    )
+
+
+def _more_checks(ex: Explanation) -> list[_Check]:
+    """The kernel-width sweep, faithfulness and the fills, where they ran."""
+    t = ex.trust
+    out: list[_Check] = []
     if t.kernel_sweep is not None:
         k = t.kernel_sweep
         out.append(
@@ -198,7 +209,6 @@ def _checks(ex: Explanation) -> list[_Check]:
                 "good" if fc.agree else "warn",
             )
         )
-    out += _localisation_check(ex)
     return out
 
 

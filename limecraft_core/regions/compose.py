@@ -132,6 +132,34 @@ def _add_rest(
     return note
 
 
+def _hand_atoms(
+    img: np.ndarray,
+    masks: Sequence[np.ndarray],
+    names: Sequence[str],
+    inner: Sequence[int | None],
+    inside: tuple[str, int | None, int, int],
+    progress: Progress,
+) -> tuple[_Atoms, np.ndarray]:
+    """The handcrafted regions as atoms (each whole, or cut into pieces with ``inside``:
+    method, working size, smallest fragment, seed), later masks winning where they overlap;
+    and the rest of the image, which no mask covers."""
+    inner_method, inner_size, min_fragment, seed = inside
+    shape = img.shape[:2]
+    owner = np.zeros(shape, dtype=np.int32)  # 0 = rest of the image, i + 1 = handcrafted region i
+    for i, m in enumerate(masks):
+        owner[m] = i + 1
+    atoms = _Atoms(shape)
+    for i in range(len(masks)):
+        where = owner == i + 1
+        if not where.any():
+            continue  # fully covered by later masks
+        if inner[i] is not None and inner[i] > 1:
+            progress(0.1 + 0.2 * i / len(masks), f"cutting {names[i]} into pieces")
+        pieces = _inner_pieces(img, where, inner[i], inner_method, inner_size, min_fragment, seed)
+        atoms.add(pieces, where, f"hand:{i}", names[i], split=pieces is not None)
+    return atoms, owner == 0
+
+
 def compose_regions(
     image: np.ndarray,
     regions_mask: Any,
@@ -197,19 +225,8 @@ def compose_regions(
     outer_segments, inner_size, outer_size, seed, min_fragment = _checked(
         shape, outer_segments, inner_method, outer_method, working_size, seed, min_fragment
     )
-    owner = np.zeros(shape, dtype=np.int32)  # 0 = rest of the image, i + 1 = handcrafted region i
-    for i, m in enumerate(masks):
-        owner[m] = i + 1
-    atoms = _Atoms(shape)
-    for i in range(len(masks)):
-        where = owner == i + 1
-        if not where.any():
-            continue  # fully covered by later masks
-        if inner[i] is not None and inner[i] > 1:
-            progress(0.1 + 0.2 * i / len(masks), f"cutting {names[i]} into pieces")
-        pieces = _inner_pieces(img, where, inner[i], inner_method, inner_size, min_fragment, seed)
-        atoms.add(pieces, where, f"hand:{i}", names[i], split=pieces is not None)
-    rest = owner == 0
+    inside = (inner_method, inner_size, min_fragment, seed)
+    atoms, rest = _hand_atoms(img, masks, names, inner, inside, progress)
     note = ""
     if rest.any():
         outer = (outer_method, outer_segments, outer_params or {}, outer_size, seed)
