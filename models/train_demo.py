@@ -506,7 +506,7 @@ shared machine (data generation excluded).
 `{MEASURE_COMMAND}` (from the repository root, about a minute) measures the shipped
 weights and prints these tables. Requirements: the prediction is the tag's class on at least
 {TAG_FOLLOW_REQUIRED:.0%} of conflict images, and removing the tag by inpainting names the drawn
-shape on at least {SHAPE_AFTER_REMOVAL_REQUIRED:.0%} of them. `tests/test_demo.py` checks both on
+shape on at least {SHAPE_AFTER_REMOVAL_REQUIRED:.0%} of them. `tests/models/test_demo.py` checks both on
 other fresh images, and on every demo conflict image of the app's gallery.
 
 {measurement_tables(m)}

@@ -67,7 +67,7 @@ def _units() -> tuple[set[str], set[tuple[str, str]]]:
     """The browser test files and the bf16 tests (file name, function), read from the test
     files' source: pytest-xdist's controller sees test ids only, not their marks."""
     browser, bf16 = set(), set()
-    for p in sorted(Path(__file__).parent.glob("test_*.py")):
+    for p in sorted(Path(__file__).parent.rglob("test_*.py")):
         text = p.read_text()
         if "pytest.mark.browser" in text:
             browser.add(p.name)

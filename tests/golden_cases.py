@@ -1,7 +1,7 @@
 """Golden cases: fixed inputs whose outputs were recorded before the engine was restructured.
 
 ``python tests/golden_cases.py`` rewrites ``tests/golden/*.json`` (only when the outputs are
-meant to change); ``python tests/golden_cases.py --print`` prints them; ``tests/test_golden.py``
+meant to change); ``python tests/golden_cases.py --print`` prints them; ``tests/limecraft_core/test_golden.py``
 checks that the engine still gives them exactly.
 """
 
@@ -164,7 +164,9 @@ def numbers(ex) -> dict:
 
 if __name__ == "__main__":
     sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
-    if sys.argv[1:] == ["--print"]:  # what tests/test_golden.py compares, from a fresh process
+    if sys.argv[1:] == [
+        "--print"
+    ]:  # what tests/limecraft_core/test_golden.py compares, from a fresh process
         print(json.dumps({name: numbers(make()) for name, make in CASES.items()}))
         raise SystemExit(0)
     GOLDEN.mkdir(exist_ok=True)

@@ -269,7 +269,12 @@ def test_build_context_has_the_app_and_no_secrets():
     assert not missing, missing
     for secret in (".streamlit/secrets.toml", ".env", ".env.production", "x/secrets.toml"):
         assert not in_build_context(secret), secret
-    for junk in (".git/config", ".venv/bin/python", "pages/__pycache__/x.pyc", "tests/test_app.py"):
+    for junk in (
+        ".git/config",
+        ".venv/bin/python",
+        "pages/__pycache__/x.pyc",
+        "tests/pages/test_app.py",
+    ):
         assert not in_build_context(junk), junk
 
 

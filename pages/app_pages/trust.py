@@ -224,7 +224,7 @@ def _field_metrics(ex: lc.Explanation) -> None:
         return
     st.markdown("#### The field's faithfulness metrics")
     st.caption(
-        "At region level, as in Quantus (tests/test_quantus.py checks the agreement). IROF "
+        "At region level, as in Quantus (tests/limecraft_core/trust/test_quantus.py checks the agreement). IROF "
         "reuses the deletion curve and faithfulness correlation the held-out sample: no extra "
         "model pass; ROAD imputes and scores its own images."
     )

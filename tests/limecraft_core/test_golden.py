@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from golden_cases import CASES, GOLDEN
 
-HERE = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # tests/, where golden_cases.py and golden/ are
 # A fresh interpreter and every case: about 30 s, so outside the fast inner loop (run this file
 # alone when an engine change should leave the numbers as they were).
 pytestmark = pytest.mark.slow
@@ -33,11 +33,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def outputs() -> dict:
     run = subprocess.run(
-        [sys.executable, str(HERE / "golden_cases.py"), "--print"],
+        [sys.executable, str(TESTS / "golden_cases.py"), "--print"],
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=HERE.parent,
+        cwd=TESTS.parent,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout)

@@ -26,7 +26,7 @@ from limecraft.cli import main
 from limecraft_core import Explanation
 from limecraft_core.io.audit_folder import load_audit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 FAST = ["--samples", "200"]
 

@@ -25,7 +25,7 @@ from models.registry import load_classifier
 from pages.lib.audits import DEMO_SEED
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_UPLOAD = 8  # images of the uploaded zip: more than the first one and the 4 in flight after it
 HEADLINE = re.compile(r"In (\d+) of (\d+) images the prediction rests outside the expected region")
 

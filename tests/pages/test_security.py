@@ -18,7 +18,7 @@ from toys import ChannelMeans
 
 import limecraft_core as lc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 CRAFT = "pages/app_pages/craft.py"
 EXPORT = "pages/app_pages/export.py"

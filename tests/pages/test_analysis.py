@@ -17,7 +17,7 @@ from limecraft_core.edits import Edit, apply_edits
 from models.samples import load_sample, sample_names
 from pages.lib import analysis as A
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 CRAFT = "pages/app_pages/craft.py"
 EXPLAIN = "pages/app_pages/explain.py"
 INSPECT = "pages/app_pages/inspect.py"

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages.lib import auth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 PASSWORD = "correct horse battery staple"
 

@@ -17,7 +17,7 @@ from models.samples import load_sample, sample_names
 
 pytestmark = pytest.mark.slow
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 CRAFT = "pages/app_pages/craft.py"
 INSPECT = "pages/app_pages/inspect.py"
 EXPORT = "pages/app_pages/export.py"

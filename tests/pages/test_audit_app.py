@@ -19,7 +19,7 @@ from models.demo_data import write_demo_mixed
 from pages.lib import analysis as A
 from pages.lib.audits import progress_text, write_files
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 AUDIT = "pages/app_pages/audit.py"
 EXPLAIN = "pages/app_pages/explain.py"
 INSPECT = "pages/app_pages/inspect.py"

@@ -49,7 +49,7 @@ from serving.remote import (
     unpack_masks,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = 200
 
 # ray 2.60's serve config models, on import, use a pydantic field option that pydantic 2.14
@@ -307,7 +307,7 @@ ONNX_NAME = "tinyonnx"
 def _onnx_model_dir() -> Path:
     """A folder holding ``tinyonnx.onnx`` (the ONNX tests' hand-built NHWC graph, as a Keras
     export would be) and its class names in ``tinyonnx.txt``."""
-    from test_onnx import TinyCNN, graph_file
+    from onnx_graphs import TinyCNN, graph_file
 
     folder = Path(tempfile.mkdtemp(prefix="limecraft-models-"))
     graph_file(folder / f"{ONNX_NAME}.onnx", TinyCNN().eval(), layout="NHWC")

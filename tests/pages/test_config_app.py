@@ -14,7 +14,7 @@ import limecraft_core as lc
 
 pytestmark = pytest.mark.slow
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 CRAFT, TRUST, EXPLAIN = (f"pages/app_pages/{p}.py" for p in ("craft", "trust", "explain"))
 
 # Explain page: a non-default value per setting, each set through its own widget.

@@ -22,7 +22,7 @@ from limecraft_core.config import GROUPS, ExplainConfig, SegmentationConfig, fie
 from limecraft_core.limits import LIMITS, Limit
 from limecraft_core.result import Explanation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 FIELDS = {s.name: s for s in fields()}
 
 # ----------------------------------------------------------------------------- values per field
@@ -566,7 +566,7 @@ def test_no_engine_file_is_over_500_lines():
 def test_the_readme_lists_every_setting_flag():
     """The README's command-line reference names every setting's flag (a new setting must be
     documented there too)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     missing = [s.flag for s in lc.config.fields() if f"`{s.flag}" not in readme]
     assert missing == []
 
@@ -575,7 +575,7 @@ def test_docs_thresholds_table_is_in_step():
     """Every verdict threshold of the limits table has its row in docs/limits.md, with its value."""
     from limecraft_core.limits import THRESHOLDS
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "limits.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "limits.md").read_text()
     for name, value in THRESHOLDS.items():
         row = next((ln for ln in doc.splitlines() if ln.startswith(f"| `{name}` |")), None)
         assert row is not None, name

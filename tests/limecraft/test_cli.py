@@ -15,7 +15,7 @@ from toys import ChannelMeans
 from limecraft.cli import main
 from limecraft_core import render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
