@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 from limecraft_core import Classifier, explain, segment  # noqa: E402
 from limecraft_core import _stages as stages  # noqa: E402
 from limecraft_core import trust as M  # noqa: E402
+from limecraft_core._stages import checks as stage_checks  # noqa: E402
 from models import demo, zoo  # noqa: E402
 from models.registry import load_classifier  # noqa: E402
 from models.samples import load_sample  # noqa: E402
@@ -111,8 +112,8 @@ class Probe:
             return wrapper
 
         for mod, name, make in [
-            (stages, "_faithfulness", lambda f: in_phase("curves", f)),
-            (stages, "_road", lambda f: in_phase("road", f)),
+            (stage_checks, "_faithfulness", lambda f: in_phase("curves", f)),
+            (stage_checks, "_road", lambda f: in_phase("road", f)),
             *[(M, n, lambda f, n=n: timed(n, f)) for n in [*PURE, "road_images", "road"]],
         ]:
             saved[(mod, name)] = getattr(mod, name)
