@@ -1,4 +1,4 @@
-"""``python -m limecraft``; see :mod:`limecraft.cli`."""
+"""``python -m limecraft``, and the ``limecraft`` command (``run``); see :mod:`limecraft.cli`."""
 
 import os
 import sys
@@ -7,6 +7,13 @@ import sys
 # passively costs nothing measurable elsewhere. Must be set before torch starts its pool.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .cli import main
 
-sys.exit(main())
+def run() -> int:
+    """The ``limecraft`` command's entry point (``pyproject.toml``'s ``[project.scripts]``)."""
+    from .cli import main
+
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -524,3 +524,74 @@ def test_the_engine_and_its_settings_import_without_torch():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
+
+
+# ----------------------------------------------------------------------------- the package
+
+
+@pytest.mark.slow
+def test_the_package_builds_and_installs_the_limecraft_command(tmp_path):
+    """pyproject.toml builds a wheel (its packages listed: no "Multiple top-level packages"),
+    the wheel holds the command line, the engine with its templates, the models with the demo
+    weights and the serving side (not the app or the tests), and its ``limecraft`` command runs
+    from the installed copy, away from the repository."""
+    import shutil
+    import zipfile
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+        shutil.copy(ROOT / name, src / name)
+    for pkg in ("limecraft", "limecraft_core", "models", "serving", "pages", "tests"):
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
+    subprocess.run([*build, "-w", str(tmp_path / "dist"), str(src)], check=True, timeout=300)
+    (wheel,) = (tmp_path / "dist").glob("limecraft-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for want in (
+        "limecraft/__main__.py",
+        "limecraft_core/__init__.py",
+        "limecraft_core/regions/superpixels.py",
+        "limecraft_core/io/templates/report.html.j2",
+        "limecraft_core/io/templates/audit.html.j2",
+        "models/weights/demo_cnn.pt",
+        "serving/__init__.py",
+    ):
+        assert want in names, want
+    assert not any(n.startswith(("pages/", "tests/", "app.py")) for n in names)
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "limecraft = limecraft.__main__:run" in zipfile.ZipFile(wheel).read(entry).decode()
+
+    site = tmp_path / "site"
+    install = [*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)]
+    subprocess.run(install, check=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    shown = subprocess.run(
+        [str(site / "bin" / "limecraft"), "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "explain" in shown.stdout and "audit" in shown.stdout
+    # the installed copy, not the repository: its templates load and the demo weights are there
+    probe = (
+        "import limecraft_core, models.demo as d; "
+        "from limecraft_core.io.report import _environment; "
+        "_environment().get_template('report.html.j2'); "
+        "print(limecraft_core.__file__, d.WEIGHTS_PATH.is_file())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    where, weights = out.stdout.split()
+    assert Path(where).is_relative_to(site) and weights == "True", out.stdout
