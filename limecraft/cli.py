@@ -110,7 +110,13 @@ def _add_model_options(p: argparse.ArgumentParser, where: str) -> None:
     p.add_argument("--arch", help="torchvision architecture of a state_dict given as --model")
     p.add_argument("--labels", help="text file with one class name per line")
     p.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
-    p.add_argument("--normalize", choices=["imagenet", "none"])
+    p.add_argument(
+        "--normalize",
+        choices=["imagenet", "half", "none"],
+        help="imagenet: ImageNet's mean and std subtracted (torchvision's models); half: "
+        "(x - 0.5) / 0.5, so [-1, 1] (TF-style models such as EfficientNet-Lite); none: pixels "
+        "in [0, 1] (default for model files)",
+    )
     p.add_argument(
         "--input-range",
         choices=["0-1", "0-255"],

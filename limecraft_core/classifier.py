@@ -8,7 +8,9 @@ checks that the output is a finite (B, C) array.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,16 +33,19 @@ __all__ = [
 NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {
     "none": None,
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    # TF-style models (EfficientNet-Lite, MobileNet from TF): (x - 0.5) / 0.5, so [-1, 1]
+    "half": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
 }
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-# precision="auto" on a CPU with native bf16 keeps bf16 when, on the first this-many images of
-# the first batch that has them, the top class's probability under bf16 correlates with fp32's
-# at least this much and the top class of the first image is the same. At 0.9, bf16's rounding
-# adds at most about a fifth of the variance LIME fits, as noise; the verdict, which resamples
-# the scores, sees it. Random-weight resnet50 on photos measures 0.90-0.99 (its scores vary
-# little), convnext_tiny 0.99+; bench/bench_fast.py checks that the top regions then agree with
-# an fp32 reference.
+# precision="auto" on a CPU with native bf16 decides per image, on this-many LIME-like
+# perturbations of it (the image itself first): bf16 when the top class of the image is the same
+# in both precisions, the top class's probability under bf16 correlates with fp32's at least this
+# much, and the image's top-2 probabilities (fp32) lie further apart than bf16's error on these
+# images. At 0.9, bf16's rounding adds at most about a fifth of the variance LIME fits, as noise;
+# the verdict, which resamples the scores, sees it. Random-weight resnet50 on photos measures
+# 0.90-0.99 (its scores vary little), convnext_tiny 0.99+; bench/bench_fast.py checks that the top
+# regions then agree with an fp32 reference.
 BF16_CHECK_ROWS, BF16_MIN_CORR = 8, 0.9
 
 
@@ -80,16 +85,19 @@ class Classifier:
         moved to ``device``.
     input_size : int or (h, w), optional
         Inputs are resized (bilinear, antialiased) to this size; ``None`` keeps the image's size.
-    normalize : {"none", "imagenet"}
-        Applied after resizing, on the device.
+    normalize : {"none", "imagenet", "half"}
+        Applied after resizing, on the device: ImageNet's mean and std, or (x − 0.5) / 0.5
+        (TF-style models such as EfficientNet-Lite).
     labels : sequence of str, optional
         Class names; default ``class 0``, ``class 1``, ...
     device : {"auto", "cpu", "cuda"} or torch.device
     precision : {"auto", "fp32", "bf16", "fp16"}
-        ``auto`` is bf16 (or fp16) autocast on a GPU. On a CPU it is bf16 where the CPU does
-        bf16 natively (:func:`cpu_has_native_bf16`) and bf16 keeps agreement with fp32 on the
-        first batch of at least 8 images (checked once; calls before it run in fp32), else
-        fp32. :attr:`precision_reason` says what was chosen and why.
+        ``auto`` is bf16 (or fp16) autocast on a GPU. On a CPU it is fp32, except that an
+        explanation's perturbations (:meth:`run_masks`) run in bf16 where the CPU does bf16
+        natively (:func:`cpu_has_native_bf16`) and bf16 agrees with fp32 on *that image*
+        (:meth:`decide_precision`, decided per image and remembered per image, never carried
+        from one image to the next). :attr:`precision_reason` says what was chosen and why;
+        :meth:`precision_for` says it for one image.
     channels_last : bool, optional
         Default: True for a torch Module (NHWC convolutions are faster on CPUs and GPUs).
     name : str
@@ -126,7 +134,7 @@ class Classifier:
         self.name = name
         self._labels = tuple(labels) if labels is not None else None
         self.precision_reason = f"{precision} as asked"
-        self._bf16_check = False
+        self._per_image = False
         if precision == "auto":
             precision = "fp32"
             self.precision_reason = "fp32: this CPU has no native bf16 (AVX-512 BF16 or AMX)"
@@ -134,10 +142,14 @@ class Classifier:
                 precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
                 self.precision_reason = f"{precision} autocast on the GPU"
             elif isinstance(model, torch.nn.Module) and cpu_has_native_bf16():
-                self._bf16_check = True  # decided on the first batch (see __call__)
-                self.precision_reason = "fp32 until bf16 is checked on a first batch"
+                self._per_image = True  # decided per image (see decide_precision)
+                self.precision_reason = (
+                    "decided per image: bf16 where this CPU's native bf16 agrees with fp32 on "
+                    "the image, else fp32"
+                )
         self.precision = precision
         self._lock = threading.Lock()
+        self._decisions: OrderedDict[bytes, tuple[str, str]] = OrderedDict()
         if channels_last is None:
             channels_last = isinstance(model, torch.nn.Module)
         self.channels_last = channels_last
@@ -198,13 +210,11 @@ class Classifier:
         ModelError
             If the model raises, or returns something other than finite (B, C) scores.
         """
-        n = batch.shape[0]
-        x = self.preprocess(batch)
-        if self._bf16_check and n >= BF16_CHECK_ROWS:
-            with self._lock:
-                if self._bf16_check:
-                    return self._choose_cpu_precision(x, n)
-        return self._checked(self._forward(x, self.precision), n)
+        return self._score(batch, self.precision)
+
+    def _score(self, batch: torch.Tensor, precision: str) -> torch.Tensor:
+        """:meth:`__call__` in the given precision."""
+        return self._checked(self._forward(self.preprocess(batch), precision), batch.shape[0])
 
     def _forward(self, x: torch.Tensor, precision: str) -> Any:
         autocast = (
@@ -221,56 +231,86 @@ class Classifier:
             raise ModelError(f"the model {self.name!r} failed: {type(e).__name__}: {e}") from e
 
     def settle_precision(self, image: np.ndarray | None = None) -> str:
-        """Make precision "auto"'s choice now rather than on the first batch (a server that
-        reports its precision before it scores anything): on 8 perturbations of ``image``
-        (default scikit-image's chelsea), random cells of a 4x4 grid hidden with gray, as
-        LIME's samples are. Returns the precision that will run."""
-        if not self._bf16_check:
-            return self.precision
+        """The precision an explanation of ``image`` runs in (default scikit-image's chelsea):
+        for a server that reports its precision before it scores anything."""
         if image is None:
             from skimage import data
 
             image = data.chelsea()
         x = torch.from_numpy(np.ascontiguousarray(as_float_image(image).transpose(2, 0, 1)))
-        size = self.input_size or (224, 224)
-        x = F.interpolate(x[None], size=size, mode="bilinear", antialias=True)[0]
+        return self.decide_precision(x.to(self.device))[0]
+
+    def precision_for(self, image: torch.Tensor) -> tuple[str, str]:
+        """(precision, reason) for an explanation of ``image`` ((3, H, W) in [0, 1]): what
+        :meth:`run_masks` ran it in, or would."""
+        return self.decide_precision(image)
+
+    def decide_precision(self, image: torch.Tensor) -> tuple[str, str]:
+        """(precision, reason) for the perturbations of ``image`` ((3, H, W) float in [0, 1]).
+
+        Fixed precisions answer at once. precision="auto" on a native-bf16 CPU decides for this
+        image alone and remembers the answer by the image's pixels, so an image gets the same
+        answer whatever was explained before it: on :data:`BF16_CHECK_ROWS` perturbations of
+        it (the image itself, then random cells of a 4x4 grid hidden with gray, as LIME's
+        samples are), bf16 is kept when the image's top class is the same in both precisions,
+        the correlation of that class's probability is at least :data:`BF16_MIN_CORR`, and the
+        image's top-2 probabilities (fp32) lie further apart than twice bf16's largest error on
+        those two classes. Otherwise fp32.
+        """
+        if not self._per_image:
+            return self.precision, self.precision_reason
+        x = image.detach().float().cpu().contiguous()
+        key = hashlib.sha1(x.numpy().tobytes()).digest() + str(tuple(x.shape)).encode()
+        with self._lock:
+            found = self._decisions.get(key)
+            if found is not None:
+                self._decisions.move_to_end(key)
+                return found
+        decided = self._check_bf16(x.to(self.device))
+        with self._lock:
+            self._decisions[key] = decided
+            while len(self._decisions) > 256:
+                self._decisions.popitem(last=False)
+        return decided
+
+    def _check_bf16(self, image: torch.Tensor) -> tuple[str, str]:
+        """:meth:`decide_precision`'s test on one image (see there)."""
+        size = self.input_size or tuple(image.shape[-2:])
+        x = F.interpolate(image[None], size=size, mode="bilinear", antialias=True)[0]
         rng = np.random.default_rng(0)
         keep = torch.from_numpy(rng.random((BF16_CHECK_ROWS, 4, 4)) < 0.5)
         keep[0] = True  # the image itself first, as in an explanation
-        cells = F.interpolate(keep[:, None].float(), size=size, mode="nearest")
+        cells = F.interpolate(keep[:, None].float(), size=size, mode="nearest").to(x.device)
         batch = cells * x + (1 - cells) * 0.5
-        self(batch.to(self.device))
-        return self.precision
-
-    def _choose_cpu_precision(self, x: torch.Tensor, n: int) -> torch.Tensor:
-        """precision="auto" on a native-bf16 CPU: run the batch in both precisions and keep
-        bf16 when it agrees with fp32 (top class of the first image, and the correlation of
-        that class's probability over the batch); returns the chosen precision's scores."""
-        bf16 = self._checked(self._forward(x, "bf16"), n)
-        m = BF16_CHECK_ROWS  # fp32 on the first rows only: the check costs that many passes
-        fp32 = self._checked(self._forward(x[:m], "fp32"), m)
-        c = int(torch.argmax(fp32[0]))
-        p32 = torch.softmax(fp32, 1)[:, c].double()
-        p16 = torch.softmax(bf16[:m], 1)[:, c].double()
-        same_top = int(torch.argmax(bf16[0])) == c
-        if float(p32.std()) == 0.0:
-            corr = 1.0 if bool(torch.equal(p32, p16)) else 0.0
+        m = BF16_CHECK_ROWS
+        p32 = torch.softmax(self._score(batch, "fp32"), 1).double()
+        p16 = torch.softmax(self._score(batch, "bf16"), 1).double()
+        top2 = torch.topk(p32[0], min(2, p32.shape[1])).indices
+        c = int(top2[0])
+        same_top = int(torch.argmax(p16[0])) == c
+        if float(p32[:, c].std()) == 0.0:
+            corr = 1.0 if bool(torch.equal(p32[:, c], p16[:, c])) else 0.0
         else:
-            corr = float(torch.corrcoef(torch.stack([p32, p16]))[0, 1])
-        keep = same_top and corr >= BF16_MIN_CORR
-        self.precision = "bf16" if keep else "fp32"
-        self.precision_reason = (
-            f"{self.precision}: this CPU does bf16 natively and bf16 "
-            + ("agrees" if keep else "does not agree")
-            + f" with fp32 on {m} first images (correlation {corr:.4f} of the top "
-            f"class's probability; top class {'the same' if same_top else 'changed'})"
+            corr = float(torch.corrcoef(torch.stack([p32[:, c], p16[:, c]]))[0, 1])
+            corr = 0.0 if np.isnan(corr) else corr  # bf16 flat where fp32 varies
+        err = float((p32[:, top2] - p16[:, top2]).abs().max())
+        margin = float(p32[0, c] - p32[0, top2[-1]]) if len(top2) > 1 else 1.0
+        close = margin <= 2 * err
+        keep_bf16 = same_top and corr >= BF16_MIN_CORR and not close
+        chosen = "bf16" if keep_bf16 else "fp32"
+        why = (
+            "agrees with fp32"
+            if keep_bf16
+            else "does not agree with fp32"
+            if not same_top or corr < BF16_MIN_CORR
+            else "is too coarse for it"
         )
-        self._bf16_check = False
-        if keep:
-            return bf16
-        if n == m:
-            return fp32
-        return torch.cat([fp32, self._checked(self._forward(x[m:], "fp32"), n - m)])
+        return chosen, (
+            f"{chosen}, decided for this image: this CPU does bf16 natively and bf16 {why} on "
+            f"{m} perturbations of it (correlation {corr:.4f} of the top class's probability; "
+            f"top class {'the same' if same_top else 'changed'}; top-2 margin {margin:.4f}, "
+            f"bf16 error {err:.4f})"
+        )
 
     def _checked(self, out: Any, n: int) -> torch.Tensor:
         """The model's output as finite (n, C) float32 scores, or a ModelError saying why not."""
@@ -322,8 +362,9 @@ class Classifier:
         """
         from .perturb import run_masks
 
+        precision = self.decide_precision(image)[0]
         return run_masks(
-            self,
+            lambda batch: self._score(batch, precision),
             image,
             fill,
             labels,

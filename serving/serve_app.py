@@ -148,7 +148,7 @@ class LimecraftModel:
         self.clf: Classifier = load_classifier(
             model, device=device, precision=precision, pretrained=pretrained
         )
-        self.clf.settle_precision()  # "auto" decides now: info() reports what will run
+        self.clf.settle_precision()  # warms "auto"'s per-image check on a photo
         size = self.clf.input_size or (224, 224)
         if chunk is None:  # the engine's batch size; half on a GPU, where 4 chunks make a batch
             chunk = default_batch_size(self.clf.device, size[0] * size[1])

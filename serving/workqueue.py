@@ -346,6 +346,13 @@ class QueuedScorer:
     def precision_reason(self) -> str:
         return str(getattr(self.inner, "precision_reason", ""))
 
+    def precision_for(self, image: torch.Tensor) -> tuple[str, str]:
+        """The inner scorer's precision for this image (per image where it decides so)."""
+        per_image = getattr(self.inner, "precision_for", None)
+        if callable(per_image):
+            return per_image(image)
+        return self.inner.precision, self.precision_reason
+
     def label(self, index: int) -> str:
         """Name of class ``index``."""
         return self.inner.label(index)

@@ -29,6 +29,16 @@ def _per_class(
     return block[:, cls_t].double().cpu().numpy().T
 
 
+def _precision(scorer: Scorer, scene: Scene) -> tuple[str, str]:
+    """The precision this image's perturbations ran in, and why: per image where the scorer
+    decides per image (:meth:`~limecraft_core.Classifier.precision_for`)."""
+    per_image = getattr(scorer, "precision_for", None)
+    if callable(per_image):
+        precision, reason = per_image(scene.image)
+        return str(precision), str(reason)
+    return scorer.precision, str(getattr(scorer, "precision_reason", ""))
+
+
 def summarise(
     *,
     cfg: ExplainConfig,
@@ -52,12 +62,13 @@ def summarise(
     kept = _per_class(scores.kept_alone, cls_t, shape)
     top5 = torch.argsort(original, descending=True)[:5].tolist()
     keys = regions.keys
+    precision, reason = _precision(scorer, scene)
     info = RunInfo(
         model=scorer.name,
         input_size=list(scorer.input_size) if scorer.input_size else None,
         normalize=scorer.normalize,
         device=scorer.device.type,
-        precision=scorer.precision,
+        precision=precision,
         channels_last=bool(scorer.channels_last),
         batch_size=scene.batch_size,
         samples_used=scores.samples_used,
@@ -68,7 +79,7 @@ def summarise(
         ),
         merged=sum(len(g) > 1 for g in regions.groups),
         kernel=getattr(kernel, "__name__", "custom"),
-        precision_reason=str(getattr(scorer, "precision_reason", "")),
+        precision_reason=reason,
     )
     assert len(keys) == regions.n_regions
     return Explanation(

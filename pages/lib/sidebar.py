@@ -327,11 +327,13 @@ def sidebar(s: Analysis) -> None:
             )
             st.selectbox(
                 "Input normalisation",
-                ["none", "imagenet", A.PIXELS_0_255],
+                ["none", "imagenet", "half", A.PIXELS_0_255],
                 key="model_normalize",
                 help="none: the model takes pixels in [0, 1]; imagenet: it expects ImageNet's "
-                "mean and standard deviation subtracted (torchvision's models do); 0-255: an "
-                "ONNX graph that takes pixels in 0-255 (many Keras and TensorFlow exports)",
+                "mean and standard deviation subtracted (torchvision's models do); half: "
+                "(x − 0.5) / 0.5, pixels in [-1, 1] (TF-style models such as EfficientNet-Lite "
+                "and MobileNet); 0-255: an ONNX graph that takes pixels in 0-255 (many Keras and "
+                "TensorFlow exports)",
             )
             st.button("Use this model", key="use_model", on_click=_model_upload, args=(s,))
             st.text_input(

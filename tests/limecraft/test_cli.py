@@ -114,6 +114,14 @@ def test_explain_with_a_regions_mask(files):
     assert doc["regions"][0]["pixels"] == 40 * 60
 
 
+def test_explain_takes_the_half_normalisation_of_tf_style_models(files):
+    """--normalize half: (x - 0.5) / 0.5, as the run records."""
+    out = files["dir"] / "half"
+    assert main(_toy_args(files, out, "--normalize", "half", "--quiet")) == 0
+    doc = json.loads((out / "explanation.json").read_text())
+    assert doc["run"]["normalize"] == "half"
+
+
 SUMMARY_ROW = re.compile(r"^  (region \d+|hand \d+|background): weight=([+-]\d\.\d{4}); delta=\S+$")
 
 

@@ -12,6 +12,7 @@ from bad_files import explanation_doc as make_explanation_doc
 from scipy.stats import spearmanr
 from toys import ChannelMeans, LinearPixels
 
+import limecraft_core as lc
 from limecraft_core import (
     Cancelled,
     Classifier,
@@ -384,3 +385,15 @@ def test_a_model_that_oom_on_one_image_gives_a_clear_error(photo):
 
     with pytest.raises(LimecraftError, match="ran out of device memory on a single image"):
         explain(photo, never, samples=20, batch_size=2, segmentation="grid")
+
+
+def test_half_normalisation_gives_the_model_minus_one_to_one():
+    """normalize="half" is (x - 0.5) / 0.5, the input convention of TF-style models such as
+    EfficientNet-Lite: black is -1, mid-gray 0, white +1."""
+    seen = []
+    clf = lc.Classifier(lambda x: seen.append(x.clone()) or x.mean(dim=(2, 3)), normalize="half")
+    batch = torch.tensor([0.0, 0.5, 1.0]).view(3, 1, 1, 1).expand(3, 3, 4, 4).contiguous()
+    clf(batch)
+    np.testing.assert_allclose(seen[0][:, 0, 0, 0].numpy(), [-1.0, 0.0, 1.0])
+    with pytest.raises(LimecraftError, match="normalize"):
+        lc.Classifier(lambda x: x, normalize="tf")

@@ -215,18 +215,35 @@ class Quantised(torch.nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+class Margin(torch.nn.Module):
+    """Class 0 against class 1 by red minus green: a photo with red ~ green has its top two
+    classes closer together than bf16 can tell apart; a red photo does not."""
+
+    def forward(self, x):
+        m = x.mean(dim=(2, 3))
+        w = torch.tensor([[20.0, -20.0], [-20.0, 20.0], [0.0, 0.0]], device=x.device)
+        return m @ w
+
+
+def _flat(rgb: tuple[float, float, float], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    img = np.empty((32, 32, 3), np.float64)
+    img[:] = rgb
+    return np.clip(img + rng.normal(0, 0.02, img.shape), 0, 1)
+
+
 @pytest.mark.bf16
-def test_auto_precision_on_a_native_bf16_cpu_keeps_bf16_when_it_agrees(monkeypatch):
+def test_auto_precision_on_a_native_bf16_cpu_keeps_bf16_where_the_image_agrees(monkeypatch):
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     clf = lc.Classifier(ChannelMeans(), input_size=32)
-    assert clf.precision == "fp32" and "until bf16 is checked" in clf.precision_reason
-    clf(torch.rand(1, 3, 32, 32))  # one image: too few to judge, runs in fp32
-    assert clf.precision == "fp32"
-    # images whose colours differ widely: the class scores vary far above bf16's rounding
-    x = torch.rand(BF16_CHECK_ROWS, 3, 1, 1).expand(-1, -1, 32, 32).contiguous()
-    out = clf(x)
-    assert out.shape == (BF16_CHECK_ROWS, 4)
-    assert clf.precision == "bf16" and "agrees with fp32" in clf.precision_reason
+    assert clf.precision == "fp32" and "decided per image" in clf.precision_reason
+    out = clf(torch.rand(BF16_CHECK_ROWS, 3, 32, 32))  # a plain call: fp32, nothing decided
+    assert out.shape == (BF16_CHECK_ROWS, 4) and clf.precision == "fp32"
+    image = torch.from_numpy(_flat((0.9, 0.1, 0.4), 0).transpose(2, 0, 1)).float()
+    precision, reason = clf.decide_precision(image)
+    assert precision == "bf16" and "agrees with fp32" in reason, reason
+    ex = lc.explain(image.numpy().transpose(1, 2, 0), clf, segmentation="grid", n_segments=4)
+    assert ex.run.precision == "bf16" and "decided for this image" in ex.run.precision_reason
 
 
 @pytest.mark.bf16
@@ -234,20 +251,44 @@ def test_auto_precision_falls_back_to_fp32_when_bf16_disagrees(monkeypatch, quad
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     clf = lc.Classifier(Quantised(), input_size=32)
     ex = lc.explain(quadrants, clf, segmentation="grid", n_segments=4, samples=50)
-    assert clf.precision == "fp32" and ex.run.precision == "fp32"
+    assert ex.run.precision == "fp32"
     assert "does not agree" in ex.run.precision_reason
 
 
 @pytest.mark.bf16
-def test_auto_precision_is_fp32_without_native_bf16_and_as_asked_otherwise(monkeypatch):
+def test_the_same_image_gets_the_same_answer_whatever_was_explained_before(monkeypatch):
+    """Issue 25: bf16 chosen on one image was kept for every later one, so an image whose top
+    two classes lie within bf16's error got another top class after a different image. Two
+    images, explained in both orders by fresh classifiers: identical results."""
+    monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
+    red = _flat((0.9, 0.1, 0.4), 1)  # class 0 far ahead: bf16 is fine
+    tie = _flat((0.5, 0.5, 0.5), 2)  # classes 0 and 1 within bf16's error
+    tie[..., 1] = tie[..., 0] + 0.0004  # green a hair above red: class 1 in fp32
+    kw = {"segmentation": "grid", "n_segments": 4, "samples": 64, "seed": 3}
+    first = lc.Classifier(Margin(), input_size=32, labels=["red", "green"])
+    a1, b1 = lc.explain(red, first, **kw), lc.explain(tie, first, **kw)
+    second = lc.Classifier(Margin(), input_size=32, labels=["red", "green"])
+    b2, a2 = lc.explain(tie, second, **kw), lc.explain(red, second, **kw)
+    assert (a1.run.precision, b1.run.precision) == ("bf16", "fp32")
+    assert "too coarse" in b1.run.precision_reason or "does not agree" in b1.run.precision_reason
+    for x, y in ((a1, a2), (b1, b2)):
+        assert x.target == y.target and x.top_predictions == y.top_predictions
+        np.testing.assert_array_equal(x.class_weights, y.class_weights)
+        assert x.run.precision == y.run.precision
+    assert b1.target == 1  # green, as fp32 says
+    np.testing.assert_array_equal(first.predict(tie), second.predict(tie))
+
+
+@pytest.mark.bf16
+def test_auto_precision_is_fp32_without_native_bf16_and_as_asked_otherwise(monkeypatch, quadrants):
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "0")
     clf = lc.Classifier(ChannelMeans(), input_size=32)
-    clf(torch.rand(BF16_CHECK_ROWS, 3, 32, 32))
-    assert clf.precision == "fp32" and "no native bf16" in clf.precision_reason
+    ex = lc.explain(quadrants, clf, segmentation="grid", n_segments=4, samples=50)
+    assert ex.run.precision == "fp32" and "no native bf16" in ex.run.precision_reason
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     asked = lc.Classifier(ChannelMeans(), input_size=32, precision="fp32")
-    asked(torch.rand(BF16_CHECK_ROWS, 3, 32, 32))
-    assert asked.precision == "fp32" and asked.precision_reason == "fp32 as asked"
+    ex = lc.explain(quadrants, asked, segmentation="grid", n_segments=4, samples=50)
+    assert ex.run.precision == "fp32" and ex.run.precision_reason == "fp32 as asked"
 
 
 def test_channels_last_is_the_default_for_modules_only():
@@ -256,15 +297,15 @@ def test_channels_last_is_the_default_for_modules_only():
 
 
 @pytest.mark.bf16
-def test_a_server_settles_the_precision_before_it_scores(monkeypatch):
-    """A Ray Serve replica reports its precision before any batch: settle_precision decides
-    on LIME-like perturbations of a photo, once."""
+def test_a_server_says_the_precision_of_a_photo_before_it_scores(monkeypatch):
+    """A Ray Serve replica reports its precision before any batch: settle_precision answers for
+    a photo (chelsea) without changing what any later image gets."""
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "1")
     clf = lc.Classifier(LinearPixels((32, 32), classes=4), input_size=32)
-    assert clf.settle_precision() == "bf16" and clf.precision == "bf16"
-    assert "agrees with fp32 on 8 first images" in clf.precision_reason
+    assert clf.settle_precision() == "bf16" and clf.precision == "fp32"
+    assert "decided per image" in clf.precision_reason
     odd = lc.Classifier(Quantised(), input_size=32)
-    assert odd.settle_precision() == "fp32" and "does not agree" in odd.precision_reason
+    assert odd.settle_precision() == "fp32"
     monkeypatch.setenv("LIMECRAFT_CPU_BF16", "0")
     plain = lc.Classifier(LinearPixels((32, 32)), input_size=32)
     assert plain.settle_precision() == "fp32" and "no native bf16" in plain.precision_reason
