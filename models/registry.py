@@ -1,7 +1,8 @@
 """The model registry that the engine, the CLI and the app all use.
 
-A *name* is ``demo`` (LIMEcraft's offline demo model) or a torchvision zoo name (``resnet50``,
-...). A *path* is a model file (``.pt2``, TorchScript, a state_dict with ``arch``, or ``.onnx``
+A *name* is ``demo`` (LIMEcraft's offline demo model), ``efficientnet_lite0`` (a real ImageNet
+classifier whose weights come from the package registry, :mod:`models.efficientnet_lite`) or a
+torchvision zoo name (``resnet50``, ...). A *path* is a model file (``.pt2``, TorchScript, a state_dict with ``arch``, or ``.onnx``
 run by onnxruntime, see :mod:`models.onnx_model`). Loaded models are cached per process (per
 path and options) and shared: inference on them is thread-safe.
 
@@ -22,6 +23,7 @@ import torch
 
 from limecraft_core import Classifier, LimecraftError
 
+from . import efficientnet_lite as lite
 from . import zoo
 from .gate import gated
 
@@ -39,12 +41,16 @@ __all__ = [
 def _default_model() -> str:
     """``LIMECRAFT_DEFAULT_MODEL`` (a registered name), else ``demo``."""
     name = os.environ.get("LIMECRAFT_DEFAULT_MODEL", "").strip() or "demo"
-    if name != "demo" and name not in zoo.ZOO:
+    if name not in BUILT_IN and name not in zoo.ZOO:
         raise LimecraftError(
-            f"LIMECRAFT_DEFAULT_MODEL={name!r} is not a registered model; use one of: demo, "
-            f"{', '.join(zoo.ZOO)} (or leave it unset for demo)"
+            f"LIMECRAFT_DEFAULT_MODEL={name!r} is not a registered model; use one of: "
+            f"{', '.join(BUILT_IN)}, {', '.join(zoo.ZOO)} (or leave it unset for demo)"
         )
     return name
+
+
+#: The names that ship with LIMEcraft (no download): the demo model and the real one.
+BUILT_IN = ("demo", lite.NAME)
 
 
 #: The app's first model: ``LIMECRAFT_DEFAULT_MODEL`` when set (checked at import), else demo.
@@ -62,10 +68,10 @@ class ModelInfo:
     Attributes
     ----------
     name : str
-    kind : {"demo", "zoo", "onnx", "timm", "hf"}
+    kind : {"demo", "real", "zoo", "onnx", "timm", "hf"}
     input_size : int
     num_classes : int
-    normalize : {"none", "imagenet"}
+    normalize : {"none", "imagenet", "half"}
     ready : bool, whether it can run now (weights present)
     reason : str, why not, and what to do ("" when ready)
     description : str
@@ -94,6 +100,20 @@ def _demo_info() -> ModelInfo:
         ready=ready,
         reason="" if ready else f"{demo.WEIGHTS_PATH} is missing; run python -m models.train_demo",
         description="LIMEcraft's shapes classifier with a planted shortcut (offline)",
+    )
+
+
+def _lite_info() -> ModelInfo:
+    reason = lite.missing_packages()
+    return ModelInfo(
+        name=lite.NAME,
+        kind="real",
+        input_size=lite.INPUT_SIZE,
+        num_classes=1000,
+        normalize=lite.NORMALIZE,
+        ready=not reason,
+        reason=reason,
+        description="EfficientNet-Lite0, ImageNet-1k weights (offline, from the package registry)",
     )
 
 
@@ -129,7 +149,7 @@ def _served_by_ray() -> bool:
 def list_models() -> list[ModelInfo]:
     """Every registered name, demo first."""
     named = [_named_info(n, p) for n, p in folder_models().items()]
-    return [_demo_info()] + [_zoo_info(n) for n in zoo.ZOO] + named
+    return [_demo_info(), _lite_info()] + [_zoo_info(n) for n in zoo.ZOO] + named
 
 
 def _named_info(name: str, path: Path) -> ModelInfo:
@@ -221,6 +241,8 @@ def model_info(name: str) -> ModelInfo:
         return _onnx_info(name)
     if name == "demo":
         return _demo_info()
+    if name == lite.NAME:
+        return _lite_info()
     if name in zoo.ZOO:
         return _zoo_info(name)
     raise LimecraftError(
@@ -233,7 +255,8 @@ def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
     """Why a registered model cannot mean anything for an image of this shape, or None.
 
     The demo model was trained only on 128x128 synthetic shape pictures; on anything else its
-    scores are numbers without meaning, however confident they look."""
+    scores are numbers without meaning, however confident they look. The real ImageNet model
+    fits any photo; only a tiny one is worth a word."""
     if name == "demo":
         from . import demo
 
@@ -244,6 +267,12 @@ def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
                 "image its prediction, its fit and its badges mean nothing: use a model trained "
                 "for images like this one (upload your own model in the sidebar)."
             )
+    if name == lite.NAME and min(image_shape[:2]) < 32:
+        return (
+            f"This image is {image_shape[1]}×{image_shape[0]} px; {lite.NAME} sees photos at "
+            f"{lite.INPUT_SIZE}×{lite.INPUT_SIZE}, so at this size its prediction rests on a few "
+            "blurred pixels."
+        )
     return None
 
 
@@ -260,7 +289,7 @@ def folder_models() -> dict[str, Path]:
     return {
         f.stem: f
         for f in sorted(Path(folder).glob("*.onnx"))
-        if f.stem != "demo" and f.stem not in zoo.ZOO and f.is_file()
+        if f.stem not in BUILT_IN and f.stem not in zoo.ZOO and f.is_file()
     }
 
 
@@ -275,7 +304,9 @@ def _folder_labels(path: Path) -> list[str] | None:
 def is_registered(spec: str) -> bool:
     """Whether ``spec`` is a registry name (``demo``, a zoo name, or an ONNX model of
     ``$LIMECRAFT_MODEL_DIR``), not a model file."""
-    return isinstance(spec, str) and (spec == "demo" or spec in zoo.ZOO or spec in folder_models())
+    return isinstance(spec, str) and (
+        spec in BUILT_IN or spec in zoo.ZOO or spec in folder_models()
+    )
 
 
 def _is_path(spec: str) -> bool:
@@ -340,6 +371,10 @@ def load_module(
                 module = demo.load_demo_model()
             except FileNotFoundError as e:
                 raise LimecraftError(str(e)) from None
+        elif spec == lite.NAME:
+            if not pretrained:
+                raise LimecraftError(f"{lite.NAME} comes only with its ImageNet weights")
+            module = lite.build()
         else:
             module = zoo.build(spec, pretrained=pretrained)
         _MODULES[key] = module
@@ -403,6 +438,8 @@ def load_classifier(
             outputs=outputs,
             layout=layout,
         )
+    if spec == lite.NAME and lite.runtime_for(device, precision) == "onnx":
+        return _lite_onnx(input_size, normalize, labels, arch, input_range, outputs, layout)
     if is_hub(spec):  # before the path test: "hf:org/name" holds a slash
         if normalize not in (None, "none"):
             raise LimecraftError(
@@ -436,6 +473,9 @@ def load_classifier(
 
         size, norm = input_size or demo.IMAGE_SIZE, normalize or "none"
         names, name = labels or demo.CLASS_NAMES, "demo"
+    elif spec == lite.NAME:
+        size, norm = input_size or lite.INPUT_SIZE, normalize or lite.NORMALIZE
+        names, name = labels or lite.imagenet_names(), lite.NAME
     else:
         zs = zoo.ZOO[spec]
         size, norm = input_size or zs.input_size, normalize or "imagenet"
@@ -450,6 +490,40 @@ def load_classifier(
         channels_last=channels_last,
         name=name,
     )
+
+
+def _lite_onnx(
+    input_size: int | None,
+    normalize: str | None,
+    labels: Sequence[str] | None,
+    arch: str | None,
+    *onnx_options: str | None,
+) -> Classifier:
+    """EfficientNet-Lite0 on a CPU in fp32: its module exported once to ONNX Runtime."""
+    if arch is not None:
+        raise LimecraftError(
+            f"arch ({arch!r}) applies to state_dict model files only; {lite.NAME} is a registry name"
+        )
+    # refuses the options only .onnx files take
+    _onnx_options(lite.NAME, dict(zip(_ONNX_DEFAULTS, onnx_options, strict=True)))
+    net = load_module(lite.NAME)
+    key = ("name", lite.NAME, "onnx")
+    with _LOCK:
+        if key not in _MODULES:
+            _MODULES[key] = lite.exported(net)
+        module = _MODULES[key]
+    clf = Classifier(
+        gated(module),
+        input_size=input_size or lite.INPUT_SIZE,
+        normalize=normalize or lite.NORMALIZE,
+        labels=labels or lite.imagenet_names(),
+        device="cpu",
+        precision="fp32",
+        channels_last=False,
+        name=lite.NAME,
+    )
+    clf.precision_reason = lite.ONNX_REASON
+    return clf
 
 
 def _onnx_fit(

@@ -559,7 +559,7 @@ def run_explain(
 
 def ready_classifier(s: Analysis) -> lc.Classifier | None:
     """The chosen model, or None with an explanation on the page of why it cannot run."""
-    if s.model_name in registry.zoo.ZOO or s.model_name == "demo":
+    if s.model_name in registry.zoo.ZOO or s.model_name in registry.BUILT_IN:
         info = registry.model_info(s.model_name)
         if not info.ready:
             error(
