@@ -248,7 +248,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--seed", type=int, default=1000)
 
-    for sp in (e, au, d):
+    from .watermark_cmd import watermark_args
+
+    wm = sub.add_parser(
+        "watermark",
+        help="add the ImageNet-W watermark to a folder of photos, its masks beside them",
+        description="The ImageNet-W watermark (Li et al., CVPR 2023) over every image of a "
+        "folder (or a list file): OUT/images/ (watermarked, PNG), OUT/masks/ (where the text "
+        "lies, named as the images: audit --expected-masks and the app's regions read them) and "
+        "OUT/watermark.json, so that you can rebuild the watermark test for your own model.",
+    )
+    watermark_args(wm)
+
+    for sp in (e, au, d, wm):
         sp.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -754,6 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "audit": cmd_audit,
         "models": cmd_models,
         "demo-data": cmd_demo_data,
+        "watermark": _cmd_watermark,
     }
     try:
         return handlers[args.command](args)
@@ -772,6 +785,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"limecraft: internal error: {type(e).__name__}: {_one_line(str(e))} (rerun with --debug)\n"
         )
         return 1
+
+
+def _cmd_watermark(a: argparse.Namespace) -> int:
+    from .watermark_cmd import cmd_watermark
+
+    return cmd_watermark(a)
 
 
 def _one_line(s: str) -> str:

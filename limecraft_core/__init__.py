@@ -45,6 +45,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "apply_edit",
         "apply_edits",
         "transform_mask",
+        "Watermark",
+        "add_watermark",
+        "watermark_mask",
     ),
     ".explain": (
         "OUTPUT_SPACES",
@@ -134,7 +137,9 @@ __all__ = [
     "SurrogateFit",
     "TintedRegions",
     "TrustResults",
+    "Watermark",
     "__version__",
+    "add_watermark",
     "apply_edit",
     "apply_edits",
     "as_scorer",
@@ -170,6 +175,7 @@ __all__ = [
     "top_regions",
     "transform_mask",
     "uniform_kernel",
+    "watermark_mask",
     "weight_overlay",
 ]
 

@@ -1,4 +1,5 @@
-"""Edits of one region for the "Inspect" step: recolour, move, rotate, scale, blur or remove it.
+"""Edits for the "Inspect" step: recolour, move, rotate, scale, blur or remove one region, or add
+the ImageNet-W watermark to the whole image.
 
 The analyst edits one object and watches the model's prediction move; that is how a shortcut
 is caught. Every function here is pure: arrays in, new arrays out, inputs never modified.
@@ -7,7 +8,8 @@ returned. Images of any size from 1x1 up are accepted.
 
 The rooms: :mod:`.edit` (``Edit``, ``EditResult`` and the checks), :mod:`.apply`
 (``apply_edit``, ``apply_edits``), :mod:`.geometry` (move, rotate, scale;
-``transform_mask``) and :mod:`.pixels` (recolour, blur, fills).
+``transform_mask``), :mod:`.pixels` (recolour, blur, fills) and :mod:`.watermark` (the
+ImageNet-W watermark: ``add_watermark``, ``watermark_mask``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,27 @@ from __future__ import annotations
 from .apply import apply_edit, apply_edits
 from .edit import EDIT_FILLS, EDIT_KINDS, Edit, EditResult
 from .geometry import transform_mask
+from .watermark import (
+    WATERMARK_OPACITY,
+    WATERMARK_TEXT,
+    Watermark,
+    add_watermark,
+    watermark_font_size,
+    watermark_mask,
+)
 
 __all__ = [
     "EDIT_FILLS",
     "EDIT_KINDS",
+    "WATERMARK_OPACITY",
+    "WATERMARK_TEXT",
     "Edit",
     "EditResult",
+    "Watermark",
+    "add_watermark",
     "apply_edit",
     "apply_edits",
     "transform_mask",
+    "watermark_font_size",
+    "watermark_mask",
 ]

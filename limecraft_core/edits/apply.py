@@ -20,12 +20,18 @@ from .edit import (
 )
 from .geometry import _geometric
 from .pixels import _blur_region, _filled, _recolour
+from .watermark import add_watermark
 
 
 def _apply(img: np.ndarray, labels: np.ndarray, edit: Edit) -> tuple[np.ndarray, np.ndarray, int]:
     """One edit on a float image and a checked label map; returns new arrays."""
     if edit.kind in ("move", "rotate", "scale"):
         return _geometric(img, labels, edit)
+    if edit.kind == "watermark":
+        marked = add_watermark(
+            _to_uint8(img), opacity=edit.opacity, font_size=edit.text_size or None
+        ).image
+        return marked.astype(np.float64) / 255.0, labels.astype(np.int32), edit.region
     mask = labels == edit.region
     if edit.kind == "color":
         out = _recolour(img, mask, edit)
@@ -58,6 +64,8 @@ def apply_edit(image: np.ndarray, labels: np.ndarray, edit: Edit) -> EditResult:
       Labels unchanged.
     - ``remove``: the region's pixels get ``fill``. Labels unchanged; the region still
       exists, with its content gone.
+    - ``watermark``: the ImageNet-W watermark over the whole image (``opacity``,
+      ``text_size``; :func:`~limecraft_core.edits.add_watermark`). Labels unchanged.
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ from .._validate import (
 )
 from ..perturb import check_fill
 
-EDIT_KINDS = ("color", "move", "rotate", "scale", "blur", "remove")
+EDIT_KINDS = ("color", "move", "rotate", "scale", "blur", "remove", "watermark")
 
 
 #: Named fills for a vacated or removed area; a ``#RRGGBB`` colour is accepted too.
@@ -60,8 +60,9 @@ class Edit:
 
     Attributes
     ----------
-    kind : {"color", "move", "rotate", "scale", "blur", "remove"}
-    region : int, the region's id in the label map the edit is applied to
+    kind : {"color", "move", "rotate", "scale", "blur", "remove", "watermark"}
+    region : int, the region's id in the label map the edit is applied to (``watermark``
+        covers the whole image, whatever the region: 0 by convention)
     rgb_shift : (float, float, float), each in [-1, 1]; added to R, G, B (in [0, 1] units)
         after the HSV changes (``color``)
     hue : float in [-180, 180], degrees added to the hue (``color``)
@@ -76,6 +77,9 @@ class Edit:
         What a vacated (``move``, ``rotate``, ``scale``) or removed (``remove``) area shows:
         ``inpaint`` (filled from its surroundings), ``mean`` (the region's mean colour, as in
         LIME), ``gray``, ``black`` or a ``#RRGGBB`` colour.
+    opacity : float in [0, 1], the ImageNet-W watermark's opacity (``watermark``; published 0.5)
+    text_size : int, the watermark's text height in pixels; 0 (default) is the package's size
+        for the image (36 px at 224×224, see :func:`~limecraft_core.edits.watermark_font_size`)
 
     Raises
     ------
@@ -95,6 +99,8 @@ class Edit:
     factor: float = 1.0
     sigma: float = 0.0
     fill: str = "inpaint"
+    opacity: float = 0.5
+    text_size: int = 0
 
     def __post_init__(self) -> None:
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -118,6 +124,11 @@ class Edit:
         put("factor", check_float("scale factor", self.factor, 0.1, 5.0))
         put("sigma", check_float("blur sigma (pixels)", self.sigma, 0.0, 100.0))
         put("fill", _check_edit_fill(self.fill))
+        put("opacity", check_float("watermark opacity", self.opacity, 0.0, 1.0))
+        put(
+            "text_size",
+            check_int("watermark text size (pixels, 0 = the package's)", self.text_size, 0, 4096),
+        )
 
     def describe(self) -> str:
         """One human-readable line, e.g. ``"move region 3 by (+12, -4) px"``."""
@@ -143,6 +154,9 @@ class Edit:
             return f"scale region {r} by x{_num(self.factor)}{fill}"
         if self.kind == "blur":
             return f"blur region {r} (sigma {_num(self.sigma)} px)"
+        if self.kind == "watermark":
+            size = f"text {self.text_size} px" if self.text_size else "text at the package's size"
+            return f"add the ImageNet-W watermark (opacity {_num(self.opacity)}, {size})"
         return f"remove region {r} (fill {self.fill})"
 
 

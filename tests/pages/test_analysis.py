@@ -70,6 +70,15 @@ def full(quadrants) -> A.Analysis:
     return a
 
 
+def test_a_watermark_edit_survives_the_analysis_file():
+    """Saved and read back as every edit is, its opacity and text size with it."""
+    a = A.new(np.zeros((64, 64, 3), np.uint8), "w.png", source="upload")
+    A.apply_edit(a, Edit("watermark", 0, opacity=0.8, text_size=40))
+    back = A.from_json(A.to_json(a))
+    assert back.edits == a.edits and back.edits[0].opacity == 0.8
+    assert back.edits[0].text_size == 40
+
+
 def test_the_value_round_trips_with_edits_and_results(full):
     text = A.to_json(full)
     d = json.loads(text)

@@ -56,7 +56,7 @@ def shifted(mask, dx, dy):
 
 
 def test_edit_kinds_and_fills_are_public():
-    assert EDIT_KINDS == ("color", "move", "rotate", "scale", "blur", "remove")
+    assert EDIT_KINDS == ("color", "move", "rotate", "scale", "blur", "remove", "watermark")
     assert "inpaint" in EDIT_FILLS
 
 
