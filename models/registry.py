@@ -39,12 +39,16 @@ __all__ = [
 
 
 def _default_model() -> str:
-    """``LIMECRAFT_DEFAULT_MODEL`` (a registered name), else ``demo``."""
-    name = os.environ.get("LIMECRAFT_DEFAULT_MODEL", "").strip() or "demo"
+    """``LIMECRAFT_DEFAULT_MODEL`` (a registered name), else the real ImageNet model
+    (``efficientnet_lite0``) when its packages are installed, else ``demo``."""
+    name = os.environ.get("LIMECRAFT_DEFAULT_MODEL", "").strip()
+    if not name:
+        return "demo" if lite.missing_packages() else lite.NAME
     if name not in BUILT_IN and name not in zoo.ZOO:
         raise LimecraftError(
             f"LIMECRAFT_DEFAULT_MODEL={name!r} is not a registered model; use one of: "
-            f"{', '.join(BUILT_IN)}, {', '.join(zoo.ZOO)} (or leave it unset for demo)"
+            f"{', '.join(BUILT_IN)}, {', '.join(zoo.ZOO)} (or leave it unset for "
+            f"{lite.NAME})"
         )
     return name
 
@@ -53,7 +57,8 @@ def _default_model() -> str:
 BUILT_IN = ("demo", lite.NAME)
 
 
-#: The app's first model: ``LIMECRAFT_DEFAULT_MODEL`` when set (checked at import), else demo.
+#: The app's first model: ``LIMECRAFT_DEFAULT_MODEL`` when set (checked at import), else the
+#: real ImageNet model, efficientnet_lite0 (demo where its packages are missing).
 DEFAULT_MODEL = _default_model()
 #: Set when models run on Ray Serve (read by ``serving.remote``; here only for readiness).
 _RAY_ADDRESS_ENV = "LIMECRAFT_RAY_ADDRESS"

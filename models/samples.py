@@ -1,7 +1,8 @@
 """Sample images for the app and the docs: demo images and photos that ship with scikit-image.
 
-Nothing is downloaded: the photos are part of the scikit-image package, and the demo images
-are generated deterministically.
+Nothing is downloaded: the photos are part of the scikit-image package (made at run time, the
+text page's crop and its ImageNet-W watermark too), and the demo images are generated
+deterministically.
 """
 
 from __future__ import annotations
@@ -12,10 +13,23 @@ import numpy as np
 
 from limecraft_core import LimecraftError
 
-__all__ = ["SAMPLES", "Sample", "load_sample", "sample_names"]
+__all__ = ["PAGE_WATERMARK", "SAMPLES", "Sample", "load_sample", "model_for", "sample_names"]
 
 # scikit-image's bundled photos (skimage.data), all RGB or made RGB here.
 _PHOTOS = ("chelsea", "coffee", "astronaut", "rocket", "hubble_deep_field", "immunohistochemistry")
+#: scikit-image's text page (``data.page()``), cropped to [0:177, 10:187], made RGB and resized
+#: to 224×224 (bilinear), clean and with the ImageNet-W watermark added at 224.
+PAGE, PAGE_WATERMARK = "page", "page-watermark"
+_PAGE_NOTES = {
+    PAGE: "A crop of scikit-image's text page at 224×224. efficientnet_lite0 reads it as a "
+    "crossword puzzle (0.156; carton 0.071). Its watermarked twin is page-watermark",
+    PAGE_WATERMARK: "The same text page with the ImageNet-W watermark (Li et al., CVPR 2023: "
+    "opacity 0.5, 36 px at 224, the published transform). On this photo the shortcut is strong: "
+    "efficientnet_lite0 says carton 0.661 (clean: crossword puzzle 0.156, carton 0.071). Add "
+    "the watermark as a region (Craft), explain carton: the watermark comes first. Remove it on "
+    "Inspect (fill mean) and carton falls back. The shortcut is selective: scikit-image's other "
+    "photos, whole, do not flip to carton at opacity 0.5",
+}
 
 
 @dataclass(frozen=True)
@@ -71,12 +85,33 @@ def _demo(index: int, mode: str) -> Sample:
 
 
 def sample_names() -> list[str]:
-    """Every sample's name: demo conflict images first (the demo story), then photos."""
-    return (
-        [f"demo-conflict-{i}" for i in range(1, 5)]
-        + [f"demo-aligned-{i}" for i in range(1, 3)]
-        + list(_PHOTOS)
-    )
+    """Every sample's name, those for the app's default model first: photos first (chelsea,
+    the watermarked text page, the clean one, the others) for a real model, the demo images
+    first (conflict, then aligned: the demo story) when the default model is ``demo``."""
+    from .registry import DEFAULT_MODEL
+
+    demos = [f"demo-conflict-{i}" for i in range(1, 5)] + [f"demo-aligned-{i}" for i in range(1, 3)]
+    photos = [_PHOTOS[0], PAGE_WATERMARK, PAGE, *_PHOTOS[1:]]
+    return demos + photos if DEFAULT_MODEL == "demo" else photos + demos
+
+
+def model_for(name: str) -> str:
+    """The built-in model a sample is for: ``demo`` for a demo image, the real ImageNet model
+    (``efficientnet_lite0``) for a photo."""
+    from .efficientnet_lite import NAME
+
+    return "demo" if name.startswith("demo-") else NAME
+
+
+def _page(watermark: bool) -> np.ndarray:
+    from PIL import Image
+    from skimage import color, data
+
+    from limecraft_core import add_watermark
+
+    crop = color.gray2rgb(data.page()[0:177, 10:187])
+    img = np.asarray(Image.fromarray(crop).resize((224, 224), Image.Resampling.BILINEAR))
+    return add_watermark(img).image if watermark else img
 
 
 SAMPLES = tuple(sample_names())
@@ -88,6 +123,8 @@ def load_sample(name: str) -> Sample:
         _, mode, idx = name.split("-")
         if mode in ("conflict", "aligned") and idx.isdigit() and int(idx) >= 1:
             return _demo(int(idx) - 1, mode)
+    if name in _PAGE_NOTES:
+        return Sample(name, _page(name == PAGE_WATERMARK), None, _PAGE_NOTES[name])
     if name in _PHOTOS:
         from skimage import color, data
 

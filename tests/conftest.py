@@ -6,6 +6,11 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Never try to download weights from a test.
 os.environ["LIMECRAFT_OFFLINE"] = "1"
+# The app opens on a photo with the real ImageNet model (efficientnet_lite0). Most app tests
+# tell the demo model's story, at a fraction of the cost: their app opens on the demo images with
+# the demo model. The tests of the real first page start their own app without this
+# (tests/e2e/test_e2e_real.py, tests/pages/test_app_real.py).
+os.environ.setdefault("LIMECRAFT_DEFAULT_MODEL", "demo")
 # precision="auto" picks bf16 on CPUs with native bf16; the tests' expected values (goldens)
 # are fp32 on every machine. Tests of the automatic choice set this themselves.
 os.environ.setdefault("LIMECRAFT_CPU_BF16", "0")
@@ -167,12 +172,14 @@ def start_app(
     extra_args: tuple[str, ...] = (),
 ):
     """Start ``streamlit run app.py`` on a loopback port (default: a free one), with more
-    command-line flags if given; returns (process, url, log path)."""
+    command-line flags if given; a None value in ``extra_env`` unsets that variable. Returns
+    (process, url, log path)."""
     port = port or _free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     log = open(log_path, "w")
     env = {**os.environ, **(extra_env or {})}
+    env = {k: v for k, v in env.items() if v is not None}  # None in extra_env: unset
     proc = subprocess.Popen(
         [
             sys.executable,

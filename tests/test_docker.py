@@ -479,7 +479,7 @@ def test_compose_interpolation(compose):
     env = interpolate(svc["environment"], {"STREAMLIT_SERVER_COOKIE_SECRET": "s" * 64})
     assert not any("$" in v for v in env.values())
     assert env["STREAMLIT_SERVER_MAX_UPLOAD_SIZE"] == "200"
-    assert env["LIMECRAFT_DEFAULT_MODEL"] == "demo"
+    assert env["LIMECRAFT_DEFAULT_MODEL"] == "efficientnet_lite0"
     # a team deployment is closed until a password hash (or another mode) is set
     assert env["LIMECRAFT_AUTH"] == "password"
     with pytest.raises(auth.AuthConfigError, match="LIMECRAFT_PASSWORD_HASH is not set"):
@@ -506,7 +506,10 @@ def test_default_model_from_the_environment(monkeypatch):
     from models import registry
 
     monkeypatch.delenv("LIMECRAFT_DEFAULT_MODEL", raising=False)
+    assert registry._default_model() == "efficientnet_lite0"  # the real model, offline
+    monkeypatch.setitem(sys.modules, "efficientnet_lite_pytorch", None)  # its package missing
     assert registry._default_model() == "demo"
+    monkeypatch.undo()
     monkeypatch.setenv("LIMECRAFT_DEFAULT_MODEL", "resnet18")
     assert registry._default_model() == "resnet18"
     monkeypatch.setenv("LIMECRAFT_DEFAULT_MODEL", "resnet1000")

@@ -12,7 +12,7 @@ from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
 from limecraft_core.regions import mask_from_canvas, region_at, toggle
 from pages.lib import analysis as A
-from pages.lib import config_form, display, state
+from pages.lib import config_form, display, state, watermark_view
 
 CANVAS_WIDTH = 480
 DRAW_MODES = {
@@ -306,6 +306,8 @@ with left:
     drawing(s)
 with right:
     demo_walkthrough(s)
+    if s.tag_mask is None:  # a photo: ImageNet models' published shortcut, one click away
+        watermark_view.region_buttons(s, "craft")
     st.subheader("Your regions")
     region_list(s)
     upload_masks(s)

@@ -1,4 +1,5 @@
-"""Inspect: edit a region (colour, move, rotate, scale, blur, remove) and watch the prediction move."""
+"""Inspect: edit a region (colour, move, rotate, scale, blur, remove) or add the ImageNet-W
+watermark, and watch the prediction move."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
 from pages.lib import analysis as A
-from pages.lib import display, state
+from pages.lib import display, state, watermark_view
 from pages.lib.views import results
 
 KINDS = {
@@ -20,6 +21,7 @@ KINDS = {
     "scale": "scale",
     "blur": "blur",
     "remove": "remove",
+    "watermark": "watermark",
 }
 
 
@@ -63,6 +65,8 @@ def edit_controls(region: int, h: int, w: int) -> Edit:
         p["factor"] = c1.slider("Scale ×", 0.2, 3.0, 1.0, 0.05, key=f"e_factor-{v}")
     elif kind == "blur":
         p["sigma"] = c1.slider("Blur sigma (px)", 0.0, 20.0, 4.0, 0.5, key=f"e_sigma-{v}")
+    elif kind == "watermark":
+        p |= watermark_view.edit_controls(c1, c2, h, w, v)
     if kind in ("move", "rotate", "scale", "remove"):
         p["fill"] = c2.selectbox(
             "The hole shows", ["inpaint", "mean", "gray", "black"], key=f"e_fill-{v}"
@@ -209,6 +213,7 @@ with c2:
         else preview.image
     )
     b.image(display.to_display(edited_outline, 280), caption="edited (region mask moves with it)")
+watermark_view.region_buttons(s, "inspect")
 before = state.predict(s, s.image)
 after = state.predict(s, preview.image)
 if before is not None and after is not None:

@@ -13,7 +13,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.io import decode_image
 from models import registry
-from models.samples import load_sample, sample_names
+from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.analysis import Analysis
@@ -91,6 +91,12 @@ def _pick_sample(key: str) -> None:
     st.session_state["image_note"] = None
     sample = load_sample(name)
     state.replace_image(sample.image, sample.name, sample.tag_mask, sample.note, "gallery")
+    now = state.get()
+    # The built-in models follow the gallery: a photo is the real ImageNet model's, a demo
+    # image the demo model's (a model of your own stays yours; so does a reopened analysis's).
+    if now.model_name in registry.BUILT_IN and now.explanation is None:
+        A.set_model(now, model_for(name), None)
+    st.session_state["model_pick"] = now.model_name  # the picker shows this analysis's model
 
 
 ARCH_AUTO = "(not a state_dict)"

@@ -134,6 +134,12 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
         f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex) if not warning else ''}"
     )
+    top = int(np.argmax(weights))
+    st.markdown(
+        f"Strongest region for {display.md(ex.class_labels[i])}: "
+        f"**{display.md(ex.region_names[top] or f'region {top}')}** (id {top}, weight "
+        f"{weights[top]:+.3f})"
+    )
     if warning:
         st.warning(warning, icon=":material/warning:")
     elif T.fidelity(r2) == "low":
