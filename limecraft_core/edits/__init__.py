@@ -9,7 +9,8 @@ returned. Images of any size from 1x1 up are accepted.
 The rooms: :mod:`.edit` (``Edit``, ``EditResult`` and the checks), :mod:`.apply`
 (``apply_edit``, ``apply_edits``), :mod:`.geometry` (move, rotate, scale;
 ``transform_mask``), :mod:`.pixels` (recolour, blur, fills) and :mod:`.watermark` (the
-ImageNet-W watermark: ``add_watermark``, ``watermark_mask``).
+ImageNet-W watermark: ``add_watermark``, ``watermark_mask``) and :mod:`.transplant` (a region
+pasted into other images, and the insertion test that proves a shortcut).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from .apply import apply_edit, apply_edits
 from .edit import EDIT_FILLS, EDIT_KINDS, Edit, EditResult
 from .geometry import transform_mask
+from .transplant import PLACES, Insertion, Transplant, insertion_test, transplant
 from .watermark import (
     WATERMARK_OPACITY,
     WATERMARK_TEXT,
@@ -29,15 +31,20 @@ from .watermark import (
 __all__ = [
     "EDIT_FILLS",
     "EDIT_KINDS",
+    "PLACES",
     "WATERMARK_OPACITY",
     "WATERMARK_TEXT",
     "Edit",
     "EditResult",
+    "Insertion",
+    "Transplant",
     "Watermark",
     "add_watermark",
     "apply_edit",
     "apply_edits",
+    "insertion_test",
     "transform_mask",
+    "transplant",
     "watermark_font_size",
     "watermark_mask",
 ]

@@ -11,7 +11,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
 from pages.lib import analysis as A
-from pages.lib import display, state, watermark_view
+from pages.lib import display, state, transplant_view, watermark_view
 from pages.lib.views import results
 
 KINDS = {
@@ -219,6 +219,11 @@ after = state.predict(s, preview.image)
 if before is not None and after is not None:
     st.subheader("Prediction: original and edited")
     prediction_table(s, before, after)
+
+st.divider()
+transplant_view.section(
+    s, base.image, base.labels, int(region), region_label(s, names, int(region))
+)
 
 st.divider()
 st.subheader("Re-explain the edited image")

@@ -17,6 +17,7 @@ from conftest import start_app, stop_app
 from e2e_helpers import choose, click, explain, goto, open_app, pick, pick_sample, shot, track
 from playwright.sync_api import expect
 
+import limecraft_core as lc
 from models import registry
 from models.samples import load_sample
 
@@ -90,7 +91,7 @@ def test_the_watermark_is_the_carton_shortcut_and_removing_it_restores_the_page(
     explain(page)
     strongest = page.get_by_text(re.compile(r"^Strongest region for carton"))
     expect(strongest).to_contain_text("watermark")
-    shot(page, "real-watermark-explained")
+    shot(page, "real-watermark-explained", tall=True)
     # Inspect: remove the watermark (mean fill, as LIME hides a region)
     goto(page, "Inspect")
     page.get_by_role("combobox", name="Region").click()
@@ -123,3 +124,40 @@ def test_an_image_gets_the_same_answer_whatever_was_explained_before(page, real_
     finally:
         context.close()
     assert after_a[0].startswith("carton")
+
+
+def test_the_watermark_pasted_into_four_clean_photos_moves_them_towards_carton(page, real_url):
+    """Transplant: the watermark region pasted into 4 clean gallery photos; the page shows each
+    photo's carton score before and after, as the engine computes them."""
+    open_app(page, real_url)
+    pick_sample(page, "page-watermark")
+    goto(page, "Craft regions")
+    click(page, page.get_by_role("button", name="Add the watermark as a region"))
+    goto(page, "Inspect")
+    expect(combobox(page, "Region")).to_have_value(re.compile(r"^0 watermark"))
+    click(page, page.get_by_role("button", name="Paste into 4 images"))
+    summary = page.get_by_text(re.compile(r"^Pasted into 4 images, the region raised carton"))
+    expect(summary).to_be_visible()
+    rows = page.locator("li").filter(has_text=re.compile(r": carton [\d.]+ → "))
+    expect(rows).to_have_count(4)
+    shown = {}
+    for text in rows.all_inner_texts():
+        m = re.match(r"(\S+): carton ([\d.]+) → ([\d.]+) \(([+-][\d.]+)\)", text)
+        assert m, text
+        shown[m[1]] = (float(m[2]), float(m[3]))
+    clf = registry.load_classifier("efficientnet_lite0")
+    source, mask = load_sample("page-watermark").image, lc.watermark_mask(224, 224)
+
+    def probabilities(image):
+        z = clf.predict(image).astype(np.float64)
+        e = np.exp(z - z.max())
+        return e / e.sum()
+
+    names = list(shown)
+    result, _ = lc.insertion_test(
+        source, mask, [load_sample(n).image for n in names], probabilities, 478
+    )
+    for name, before, after in zip(names, result.before, result.after, strict=True):
+        assert shown[name] == pytest.approx((before, after), abs=6e-4), name
+    assert (result.after > result.before).sum() >= 3  # the watermark pulls towards carton
+    shot(page, "real-transplant", tall=True)
