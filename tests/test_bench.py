@@ -188,3 +188,28 @@ def test_audit_bench_scores_the_flags_and_times_the_variants(tmp_path):
     assert all(v["max_weight_diff"] < 1e-6 for v in variants.values())  # the same explanations
     md = (tmp_path / "audit.md").read_text()
     assert "**The shortcut**" in md and "| inpaint (the audit's default) |" in md
+
+
+def test_watermark_bench_reads_imagenet_names_and_counts_the_flips(tmp_path, capsys):
+    """Three photos named as ImageNet's files are: top-1 clean and watermarked, the carton counts
+    and the flips, in the JSON and the markdown."""
+    from PIL import Image
+    from skimage import data
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for name, image in (
+        ("n02123159_tiger_cat.png", data.chelsea()),  # its centre crop: a tiger cat
+        ("n07920052_espresso.png", data.coffee()),
+        ("n03388043_fountain.png", data.rocket()),  # not what it shows: a miss, counted as one
+    ):
+        Image.fromarray(image).save(photos / name)
+    (photos / "notes.txt").write_text("not a photo")
+    _bench_main("bench_watermark", "--images", str(photos), "--out", str(tmp_path / "out"))
+    r = json.loads((tmp_path / "out" / "watermark.json").read_text())
+    assert r["images"] == 3 and r["model"] == "efficientnet_lite0"
+    assert r["top1_clean"] == pytest.approx(2 / 3)  # the cat and the coffee
+    assert 0 <= r["top1_watermarked"] <= 1 and r["carton_clean"] == 0
+    assert r["gap_points"] == round(100 * (r["top1_clean"] - r["top1_watermarked"]), 1)
+    md = (tmp_path / "out" / "watermark.md").read_text()
+    assert "| top-1 clean | 66.7% |" in md and md in capsys.readouterr().out
