@@ -87,7 +87,9 @@ def test_a_bad_upload_is_a_sentence_and_the_rest_still_pastes(marked):
     up = next(u for u in at.file_uploader if u.key == "edit_tp_upload")
     up.set_value([("gray.png", buf.getvalue(), "image/png"), ("bad.png", b"nope", "image/png")])
     at.run()
-    assert any("bad.png was not used" in e.value for e in at.error), [e.value for e in at.error] + [b.label for b in at.button]
+    assert any("bad.png was not used" in e.value for e in at.error), [e.value for e in at.error] + [
+        b.label for b in at.button
+    ]
     next(b for b in at.button if b.label == "Paste into 1 image").click().run()
     assert any(m.value.startswith("- gray\\.png: carton") for m in at.markdown)  # md-escaped
     assert not at.exception
