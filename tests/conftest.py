@@ -69,12 +69,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _units() -> tuple[set[str], set[tuple[str, str]]]:
-    """The browser test files and the bf16 tests (file name, function), read from the test
-    files' source: pytest-xdist's controller sees test ids only, not their marks."""
+    """The browser test files that share the session's app server, and the bf16 tests (file
+    name, function), read from the test files' source: pytest-xdist's controller sees test ids
+    only, not their marks."""
     browser, bf16 = set(), set()
     for p in sorted(Path(__file__).parent.rglob("test_*.py")):
         text = p.read_text()
-        if "pytest.mark.browser" in text:
+        # a browser module with its own app server (mark own_server) is a unit of its own, so
+        # it runs beside the shared server's tests rather than after them
+        if "pytest.mark.browser" in text and "pytest.mark.own_server" not in text:
             browser.add(p.name)
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef) and any(

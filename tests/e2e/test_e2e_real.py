@@ -1,7 +1,8 @@
 """In the browser, as a new user opens it: a real photo with the real ImageNet model
 (efficientnet_lite0, offline) on the first page, and the published ImageNet-W watermark shortcut
-caught on the gallery's watermarked photo: the watermark as a region in one click, explained
-first for carton, removed on Inspect (issue 25).
+caught on the gallery's watermarked photo: the same answer whatever came before, the watermark
+as a region in one click, explained first for carton, pasted into clean photos, removed on
+Inspect (issue 25). One flow, so that the real model explains twice, not once per step.
 
 These tests start their own app server with the app's own defaults: the shared one opens on the
 demo images with the demo model (tests/conftest.py).
@@ -14,14 +15,14 @@ import re
 import numpy as np
 import pytest
 from conftest import start_app, stop_app
-from e2e_helpers import choose, click, explain, goto, open_app, pick, pick_sample, shot, track
+from e2e_helpers import choose, click, explain, goto, open_app, pick_sample, shot, track
 from playwright.sync_api import expect
 
 import limecraft_core as lc
 from models import registry
 from models.samples import load_sample
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.own_server]
 
 
 @pytest.fixture(scope="module")
@@ -44,95 +45,77 @@ def top5(page, *, scores: bool = False) -> list[str]:
     return shown if scores else [re.sub(r" · [\d.]+$", "", t) for t in shown]
 
 
+def probabilities(image: np.ndarray) -> np.ndarray:
+    """The real model's class probabilities, as the engine computes them."""
+    z = registry.load_classifier("efficientnet_lite0").predict(image).astype(np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
 def engine_top5(name: str) -> list[str]:
     clf = registry.load_classifier("efficientnet_lite0")
-    p = clf.predict(load_sample(name).image)
-    return [clf.label(int(i)) for i in np.argsort(-p)[:5]]
+    return [clf.label(int(i)) for i in np.argsort(-probabilities(load_sample(name).image))[:5]]
 
 
-def test_the_first_page_is_a_real_photo_and_the_real_models_explanation(page, real_url):
+def one_class(page) -> None:
+    """Explain's Settings (an expander: no rerun), then "one class": the class picker appears.
+    The expander is opened again if a late rerun closed it before the click."""
+    one = page.get_by_role("radiogroup", name="Classes").get_by_text("one class", exact=True)
+    head = page.locator("[data-testid='stExpander'] summary").filter(has_text="Settings").first
+    for _ in range(3):
+        if head.get_attribute("aria-expanded") != "true":
+            head.click()
+        try:
+            expect(one).to_be_visible(timeout=10_000)
+            break
+        except AssertionError:
+            continue
+    click(page, one)
+    expect(combobox(page, "Class")).to_be_visible()
+
+
+def test_a_new_user_meets_the_real_model_and_catches_its_shortcut(page, real_url, browser):
+    # 1. the first page: a real photo, the real model, its top-5 as the engine says, no warning
     open_app(page, real_url)
     expect(combobox(page, "Sample gallery")).to_have_value("chelsea")
     expect(combobox(page, "Registry")).to_have_value("efficientnet_lite0")
-    # the real model's top-5 for the cat photo: cats, as the engine says
     shown = top5(page)
-    assert shown == engine_top5("chelsea"), shown
-    assert any("cat" in c for c in shown[:3]), shown
-    # no "not meaningful" warning for the real model on a photo
+    assert shown == engine_top5("chelsea") and any("cat" in c for c in shown[:3]), shown
     expect(page.get_by_text("Not meaningful for this image")).to_have_count(0)
     explain(page)
     expect(page.get_by_text(re.compile(r"^Strongest region for "))).to_be_visible()
     expect(page.get_by_text("not meaningful")).to_have_count(0)
     shot(page, "real-first-page")
-    # the gallery's demo images bring the demo model, and its warning follows it to a photo
-    pick_sample(page, "demo-conflict-1")
-    expect(combobox(page, "Registry")).to_have_value("demo")
-    expect(page.get_by_text("Not meaningful for this image")).to_have_count(0)
-    pick_sample(page, "coffee")
-    expect(combobox(page, "Registry")).to_have_value("efficientnet_lite0")
-    expect(page.get_by_text("Not meaningful for this image")).to_have_count(0)
 
-
-def test_the_watermark_is_the_carton_shortcut_and_removing_it_restores_the_page(page, real_url):
-    """The watermarked gallery photo; the watermark as a region in one click; explained for
-    carton, the watermark comes first; removed on Inspect, carton falls and the clean photo's
-    class returns."""
-    open_app(page, real_url)
+    # 2. history: the watermarked photo after an explanation of the cat shows the top-5 (names
+    # and scores) that a fresh session opening it first shows
     pick_sample(page, "page-watermark")
-    assert top5(page)[0] == "carton"
+    after_cat = top5(page, scores=True)
+    assert after_cat[0].startswith("carton"), after_cat
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    try:
+        fresh = track(context.new_page())
+        open_app(fresh, real_url)
+        pick_sample(fresh, "page-watermark")
+        assert top5(fresh, scores=True) == after_cat
+    finally:
+        context.close()
+
+    # 3. the watermark as a region in one click, explained for carton: it comes first
     goto(page, "Craft regions")
     click(page, page.get_by_role("button", name="Add the watermark as a region"))
     expect(page.locator("input[value='watermark']")).to_be_visible()
     goto(page, "Explain")
-    page.get_by_text("Settings", exact=True).click()
-    click(page, page.get_by_text("one class", exact=True))
+    one_class(page)
     # the class picker lists the classes by the model's score: carton first here
     expect(combobox(page, "Class")).to_have_value("carton (478)")
     explain(page)
     strongest = page.get_by_text(re.compile(r"^Strongest region for carton"))
     expect(strongest).to_contain_text("watermark")
     shot(page, "real-watermark-explained", tall=True)
-    # Inspect: remove the watermark (mean fill, as LIME hides a region)
-    goto(page, "Inspect")
-    page.get_by_role("combobox", name="Region").click()
-    pick(page, page.get_by_role("option", name=re.compile(r"^\d+ watermark")))
-    click(page, page.get_by_text("remove", exact=True))
-    choose(page, "The hole shows", "mean")
-    summary = page.get_by_text(re.compile(r"^Top class:")).first
-    expect(summary).to_contain_text("the edited image is now")
-    text = summary.inner_text()
-    m = re.match(r"Top class: carton ([\d.]+) → ([\d.]+)", text)
-    assert m and float(m[2]) < float(m[1]) / 2, text
-    clean = engine_top5("page")[0]
-    assert f"the edited image is now {clean}" in text, (text, clean)
-    shot(page, "real-watermark-removed")
 
-
-def test_an_image_gets_the_same_answer_whatever_was_explained_before(page, real_url, browser):
-    """Explain photo A, then open the watermarked photo B: B's top-5 (names and scores) is the
-    one a fresh session that opens B first shows."""
-    open_app(page, real_url)
-    explain(page)  # chelsea, the first page
-    pick_sample(page, "page-watermark")
-    after_a = top5(page, scores=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    try:
-        fresh = track(context.new_page())
-        open_app(fresh, real_url)
-        pick_sample(fresh, "page-watermark")
-        assert top5(fresh, scores=True) == after_a
-    finally:
-        context.close()
-    assert after_a[0].startswith("carton")
-
-
-def test_the_watermark_pasted_into_four_clean_photos_moves_them_towards_carton(page, real_url):
-    """Transplant: the watermark region pasted into 4 clean gallery photos; the page shows each
-    photo's carton score before and after, as the engine computes them."""
-    open_app(page, real_url)
-    pick_sample(page, "page-watermark")
-    goto(page, "Craft regions")
-    click(page, page.get_by_role("button", name="Add the watermark as a region"))
+    # 4. Inspect: paste the watermark into 4 clean photos; the page shows each photo's carton
+    # score before and after, as the engine computes them
     goto(page, "Inspect")
     expect(combobox(page, "Region")).to_have_value(re.compile(r"^0 watermark"))
     click(page, page.get_by_role("button", name="Paste into 4 images"))
@@ -140,24 +123,41 @@ def test_the_watermark_pasted_into_four_clean_photos_moves_them_towards_carton(p
     expect(summary).to_be_visible()
     rows = page.locator("li").filter(has_text=re.compile(r": carton [\d.]+ → "))
     expect(rows).to_have_count(4)
-    shown = {}
+    pasted = {}
     for text in rows.all_inner_texts():
         m = re.match(r"(\S+): carton ([\d.]+) → ([\d.]+) \(([+-][\d.]+)\)", text)
         assert m, text
-        shown[m[1]] = (float(m[2]), float(m[3]))
-    clf = registry.load_classifier("efficientnet_lite0")
+        pasted[m[1]] = (float(m[2]), float(m[3]))
     source, mask = load_sample("page-watermark").image, lc.watermark_mask(224, 224)
-
-    def probabilities(image):
-        z = clf.predict(image).astype(np.float64)
-        e = np.exp(z - z.max())
-        return e / e.sum()
-
-    names = list(shown)
+    names = list(pasted)
     result, _ = lc.insertion_test(
         source, mask, [load_sample(n).image for n in names], probabilities, 478
     )
     for name, before, after in zip(names, result.before, result.after, strict=True):
-        assert shown[name] == pytest.approx((before, after), abs=6e-4), name
+        assert pasted[name] == pytest.approx((before, after), abs=6e-4), name
     assert (result.after > result.before).sum() >= 3  # the watermark pulls towards carton
     shot(page, "real-transplant", tall=True)
+
+    # 5. remove the watermark (mean fill, as LIME hides a region): carton falls, and the clean
+    # page's class returns
+    click(page, page.get_by_text("remove", exact=True))
+    choose(page, "The hole shows", "mean")
+    top = page.get_by_text(re.compile(r"^Top class:")).first
+    expect(top).to_contain_text("the edited image is now")
+    text = top.inner_text()
+    m = re.match(r"Top class: carton ([\d.]+) → ([\d.]+)", text)
+    assert m and float(m[2]) < float(m[1]) / 2, text
+    clean = engine_top5("page")[0]
+    assert f"the edited image is now {clean}" in text, (text, clean)
+    shot(page, "real-watermark-removed")
+
+
+def test_the_built_in_models_follow_the_gallery(page, real_url):
+    """A demo image brings the demo model; a photo brings the real one back, with no warning."""
+    open_app(page, real_url)
+    pick_sample(page, "demo-conflict-1")
+    expect(combobox(page, "Registry")).to_have_value("demo")
+    pick_sample(page, "coffee")
+    expect(combobox(page, "Registry")).to_have_value("efficientnet_lite0")
+    expect(page.get_by_text("Not meaningful for this image")).to_have_count(0)
+    assert top5(page)[0] == engine_top5("coffee")[0]

@@ -147,7 +147,8 @@ def test_explain_shows_the_photo_its_description_and_three_steps(page, app_url):
 def test_the_demo_model_warns_that_it_means_nothing_on_a_photo(page, app_url):
     open_app(page, app_url)
     expect(page.get_by_text("knows only LIMEcraft's synthetic shapes")).to_have_count(0)
-    pick_sample(page, "chelsea")
+    pick_sample(page, "chelsea")  # a photo brings the real model: choose the demo model again
+    choose(page, "Registry", "demo")
     warning = page.get_by_text(re.compile("The demo model knows only LIMEcraft's synthetic shapes"))
     expect(warning.first).to_be_visible()
     expect(page.get_by_text("Not meaningful for this image")).to_be_visible()  # by the top-5
