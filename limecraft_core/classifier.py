@@ -99,7 +99,9 @@ class Classifier:
         from one image to the next). :attr:`precision_reason` says what was chosen and why;
         :meth:`precision_for` says it for one image.
     channels_last : bool, optional
-        Default: True for a torch Module (NHWC convolutions are faster on CPUs and GPUs).
+        Default: True for a torch Module with 2-D convolutions (NHWC convolutions are faster on
+        CPUs and GPUs); False for other models, where the layout change is only a copy of every
+        batch.
     name : str
     """
 
@@ -150,8 +152,10 @@ class Classifier:
         self.precision = precision
         self._lock = threading.Lock()
         self._decisions: OrderedDict[bytes, tuple[str, str]] = OrderedDict()
-        if channels_last is None:
-            channels_last = isinstance(model, torch.nn.Module)
+        if channels_last is None:  # it pays for convolutions; elsewhere it is a copy per batch
+            channels_last = isinstance(model, torch.nn.Module) and any(
+                isinstance(m, torch.nn.Conv2d) for m in model.modules()
+            )
         self.channels_last = channels_last
         if isinstance(model, torch.nn.Module):
             with contextlib.suppress(NotImplementedError):  # torch.export modules refuse eval()

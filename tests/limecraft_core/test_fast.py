@@ -291,9 +291,13 @@ def test_auto_precision_is_fp32_without_native_bf16_and_as_asked_otherwise(monke
     assert ex.run.precision == "fp32" and ex.run.precision_reason == "fp32 as asked"
 
 
-def test_channels_last_is_the_default_for_modules_only():
-    assert lc.Classifier(ChannelMeans()).channels_last
+def test_channels_last_is_the_default_for_convolutional_modules_only():
+    """It pays for convolutions; for a model without them it would only copy every batch."""
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1))
+    assert lc.Classifier(conv).channels_last
+    assert not lc.Classifier(ChannelMeans()).channels_last  # no convolution
     assert not lc.Classifier(lambda x: x.mean(dim=(2, 3))).channels_last
+    assert lc.Classifier(ChannelMeans(), channels_last=True).channels_last  # as asked
 
 
 @pytest.mark.bf16

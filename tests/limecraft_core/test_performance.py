@@ -175,5 +175,5 @@ def test_bf16_autocast_and_channels_last_reach_the_model_on_cpu(photo):
 
 def test_classifier_defaults_on_a_cpu_without_native_bf16_are_fp32_and_channels_last():
     # tests/conftest.py sets LIMECRAFT_CPU_BF16=0; tests/limecraft_core/test_fast.py covers native bf16
-    clf = Classifier(torch.nn.Identity(), device="cpu")
+    clf = Classifier(torch.nn.Conv2d(3, 2, 1), device="cpu")
     assert clf.precision == "fp32" and clf.channels_last is True
