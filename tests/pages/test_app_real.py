@@ -95,3 +95,25 @@ def test_the_watermark_is_a_region_in_one_click_and_an_edit_that_undoes(real):
     button(real, "Undo").click().run()
     assert state(real).edits == []
     assert not real.exception
+
+
+def test_lime_versus_limecraft_on_the_watermarked_photo(real):
+    """Explain carton with the watermark as a region, then Compare: the automatic superpixels'
+    result beside the handcrafted one, whose strongest region is the watermark."""
+    real.sidebar.selectbox[0].set_value(PAGE_WATERMARK).run()
+    real.switch_page(CRAFT).run()
+    button(real, "Add the watermark as a region").click().run()
+    real.switch_page("pages/app_pages/explain.py").run()
+    real.radio(key="set_class_mode").set_value("one class").run()
+    assert real.selectbox(key="set_target").value == 478  # carton, the top class
+    button(real, "Explain").click().run()
+    strongest = next(m.value for m in real.markdown if m.value.startswith("Strongest region"))
+    assert strongest.startswith("Strongest region for carton: **watermark**"), strongest
+    button(real, "Compare with automatic superpixels only").click().run()
+    assert not real.exception, real.exception
+    titles = [m.value for m in real.markdown if m.value.startswith("**Automatic superpixels")]
+    assert titles and any(
+        m.value.startswith("**With your regions (LIMEcraft)**") for m in real.markdown
+    )
+    tops = [c.value for c in real.caption if c.value.startswith("top: ")]
+    assert len(tops) == 2 and "watermark" in tops[1] and "watermark" not in tops[0], tops
