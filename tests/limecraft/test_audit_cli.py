@@ -268,7 +268,16 @@ def _start(mixed: Path, out: Path, stderr=subprocess.PIPE) -> subprocess.Popen:
     args = [sys.executable, "-m", "limecraft", "audit", str(mixed / "images"), "--model"]
     args += ["demo", "--out", str(out), "--expected-masks", str(mixed / "masks"), *FAST]
     args += ["--limit", "8", "--in-flight", "1", "--early-stop", "none"]
-    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    return subprocess.Popen(
+        args,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        # as a terminal's foreground command: a shell without job control starts its background
+        # jobs (a suite run with `pytest &`) with Ctrl-C ignored, and Python keeps it ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _wait_rows(proc: subprocess.Popen, out: Path, n: int) -> None:
