@@ -431,9 +431,20 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
     t = result.trust
     if t.stability is not None:
         st = t.stability
+        two_parts = ""
+        if st.conclusion:  # the verdict in two parts: the conclusion, then the detail
+            who = ", ".join(
+                f"{region_label(result, i)} ({'for' if sign > 0 else 'against'})"
+                for i, sign in zip(st.conclusion, st.conclusion_signs, strict=True)
+            )
+            detail = {True: "settled", False: "not settled", None: "not judged"}
+            two_parts = (
+                f"conclusion={who}, holds in {st.conclusion_agreement:.0%} of the runs; "
+                f"detail={detail[st.detail_settled]}; "
+            )
         print(
-            f"stability: {'resamples' if st.source == 'stream' else 'repeats'}={st.repeats}; "
-            f"verdict={st.verdict}; "
+            f"stability: {'resamples' if st.source == 'stream' else 'repeats'}="
+            f"{st.runs.split()[0]}; verdict={st.verdict}; {two_parts}"
             f"regions that matter={len(st.matter)}; "
             f"Kendall's W over them={st.matter_kendall_w:.3f}; "
             f"top-{min(5, max(1, len(st.matter)))} overlap={st.matter_topk:.2f}; "

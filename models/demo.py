@@ -36,9 +36,9 @@ __all__ = [
     "WEIGHTS_PATH",
     "DemoNet",
     "DemoSample",
+    "fold_batch_norms",
     "generate",
     "generate_mixed",
-    "fold_batch_norms",
     "load_demo_model",
     "to_tensor",
 ]

@@ -41,3 +41,34 @@ class Recorder(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.batches.append(x.detach().clone())
         return self.inner(x)
+
+
+class OneStrongTenWeak(torch.nn.Module):
+    """Class 0's score: 4 x the mean of box 0, plus 0.4 x the mean of each of ten equal boxes
+    1..10, plus a deterministic wobble of the whole image (a pseudo-noise, 0.3 sin(997 sum x)).
+    With :func:`boxes` as the regions, region 0 is firmly first and the ten weak regions are
+    tied: their order is decided by the wobble alone. Class 1's score is 0."""
+
+    def __init__(self, size: int = 48) -> None:
+        super().__init__()
+        self.size = size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        seg = torch.from_numpy(boxes(self.size))
+        v = torch.stack([x[:, :, seg == i].mean(dim=(1, 2)) for i in range(11)], 1)
+        wobble = 0.3 * torch.sin(997.0 * x.double().sum(dim=(1, 2, 3))).float()
+        score = 4.0 * v[:, 0] + 0.4 * v[:, 1:].sum(1) + wobble
+        return torch.stack([score, torch.zeros_like(score)], 1)
+
+
+def boxes(size: int = 48):
+    """The regions of :class:`OneStrongTenWeak`: box 0 (12 x 12 px), ten 8 x 8 px boxes 1..10,
+    and the background (11)."""
+    import numpy as np
+
+    seg = np.full((size, size), 11, np.int64)
+    seg[2:14, 2:14] = 0
+    for i in range(10):
+        r, c = divmod(i, 4)
+        seg[16 + 10 * r : 24 + 10 * r, 4 + 10 * c : 12 + 10 * c] = i + 1
+    return seg

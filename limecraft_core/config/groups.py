@@ -85,7 +85,7 @@ class SamplingConfig(_Group):
     samples: int = _f(
         400,
         "N, the perturbed images including the original (at most: sampling stops earlier once "
-        "the verdict is stable)",
+        "the conclusion is settled)",
         "int",
     )
     scheme: str = _f(
@@ -103,8 +103,9 @@ class SamplingConfig(_Group):
     dedup: bool = _f(True, "score each distinct mask once (exact)", "bool")
     early_stop: float | None = _f(
         0.9,
-        "stop sampling once the sample so far is stable by the verdict's rule (resampled), with "
-        "Kendall's W over the regions that matter at least this; none: always score N",
+        "stop sampling once the conclusion is settled: the same top regions, with the same "
+        "signs, in at least this share of the resamples of the sample so far, each "
+        "distinguishable from zero; none: always score N",
         "float",
         optional=True,
     )

@@ -150,6 +150,13 @@ def _stability_check(s: Stability) -> _Check:
         f"Stability over {s.runs}",
         (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
         + (
+            f"The conclusion ({', '.join(f'region {i}' for i in s.conclusion)}) holds in "
+            f"{s.conclusion_agreement:.0%} of the runs; the detail is "
+            f"{'settled' if s.detail_settled else 'not settled'}. "
+            if s.conclusion and s.conclusion_agreement is not None
+            else ""
+        )
+        + (
             f"{len(s.matter)} regions matter: Kendall's W over them "
             f"{s.matter_kendall_w:.2f}, top-k overlap {s.matter_topk:.2f}, sign flips "
             f"{s.matter_sign_flips:.0%}; "

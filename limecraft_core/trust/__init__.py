@@ -4,7 +4,17 @@ sensitivity, faithfulness (deletion and insertion), and agreement across fills.
 Pure functions on weight matrices and masks; :func:`limecraft_core.explain` runs the model passes
 (sharing them wherever the work allows) and calls these.
 
-The stability verdict judges **the regions that matter**, not noise among near-zero weights.
+The stability verdict has two parts. **The conclusion** is what an analyst acts on: the
+first region that matters, with its sign ("region 0 drives the class"), widened to the first
+two or three when they are within half of its |weight| and those too come first together. It
+is **stable** when its regions come first, with the same signs, in at least 90% of the runs (all 5 of 5 repeats; 36 of 40 resamples) and each is
+distinguishable from zero; **unstable** under 60%; **borderline** between. The verdict is the
+conclusion's. **The detail** is the order of the other regions that matter, judged by the rule
+below; the sentence reports it ("the order of the 9 other regions that matter is not
+settled"), and it does not veto a firm conclusion. ``bench/bench_calibration.py`` measures both
+against 5 independent repeats on real models.
+
+The detail judges **the regions that matter**, not noise among near-zero weights.
 Over R runs, a region matters when
 
 - it is among the fewest regions, by |mean weight|, that carry half of the total |mean weight|
@@ -29,12 +39,12 @@ but it does not decide the verdict.
 repeats multiply the model passes. Instead, the explanation's own sample is resampled: each
 bootstrap resample (rows drawn with replacement, as many as the sample has) is refitted, which
 costs no model pass, and a resample varies as an independent sample of the same size would.
-Groups of 5 resamples are judged by the rule above as 5 repeats would be, with one difference:
-the regions are ranked by the explanation's own weights and judged distinguishable from zero by
+The regions are ranked by the explanation's own weights and judged distinguishable from zero by
 their bootstrap interval (weight ± 1.96 sd), since one sample's estimate is not a mean of 5 runs.
-The verdict is the median over 8 groups (worst first, the 5th: "stable" needs at least 4 of the
-8). The early-stop rule is this verdict on the samples scored so far: sampling stops once it is
-"stable". ``bench/bench_fast.py`` measures how often it agrees with 5 independent repeats.
+The conclusion is judged over all 40 resamples; the detail in groups of 5 resamples, as 5
+repeats would be, and reported for the median of 8 groups (worst first, the 5th). The early-stop
+rule is the conclusion on the samples scored so far: sampling stops once it is "stable".
+``bench/bench_calibration.py`` measures how often it agrees with 5 independent repeats.
 
 The rooms:
 
@@ -48,6 +58,16 @@ The rooms:
 
 from __future__ import annotations
 
+from .conclusion import (
+    CONCLUSION_MAX,
+    CONCLUSION_SHARE,
+    STABLE_CONCLUSION,
+    UNSTABLE_CONCLUSION,
+    conclusion_agreement,
+    conclusion_of,
+    conclusion_regions,
+    conclusion_verdict,
+)
 from .faithfulness import (
     GOOD_R2,
     LOW_R2,
@@ -110,17 +130,21 @@ from .stability import (
 )
 
 __all__ = [
+    "CONCLUSION_MAX",
+    "CONCLUSION_SHARE",
     "GOOD_R2",
     "LOW_R2",
     "MASS_SHARE",
     "MIN_SHARE",
     "ROAD_NOISE",
     "ROAD_STEPS",
+    "STABLE_CONCLUSION",
     "STABLE_JACCARD",
     "STABLE_W",
     "STREAM_GROUPS",
     "STREAM_REPEATS",
     "TOP_K",
+    "UNSTABLE_CONCLUSION",
     "UNSTABLE_FLIPS",
     "UNSTABLE_JACCARD",
     "UNSTABLE_W",
@@ -141,6 +165,10 @@ __all__ = [
     "TrustResults",
     "annotations",
     "auc",
+    "conclusion_agreement",
+    "conclusion_of",
+    "conclusion_regions",
+    "conclusion_verdict",
     "convergence",
     "deletion_insertion_masks",
     "expected_regions",

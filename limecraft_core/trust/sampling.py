@@ -23,6 +23,11 @@ class Convergence:
     needed : int or None, the smallest size from which the verdict stays "stable"
         (None: not reached)
     verdicts : list of str, the stability verdict at each size (the same rule as the verdict)
+    conclusion_agreement : list of float, the verdict's first figure at each size: the share of
+        the repeats in which the conclusion (at that size) holds
+    detail_kendall_w, detail_topk : lists of float, its second: Kendall's W and the top-k
+        overlap over the regions that matter (the detail)
+    details : list of str, the detail's verdict at each size
     """
 
     sizes: list[int]
@@ -30,6 +35,10 @@ class Convergence:
     jaccard_top5: list[float]
     needed: int | None
     verdicts: list[str] = field(default_factory=list)
+    conclusion_agreement: list[float] = field(default_factory=list)
+    detail_kendall_w: list[float] = field(default_factory=list)
+    detail_topk: list[float] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -51,7 +60,7 @@ def convergence(
     sample_weights : R arrays (N,) float
     sizes : increasing ints <= N
     """
-    ws, js, vs = [], [], []
+    ws, js, vs, agree, dw, dj, ds = [], [], [], [], [], [], []
     for n in sizes:
         w = np.stack(
             [
@@ -63,13 +72,25 @@ def convergence(
         ws.append(st.kendall_w)
         js.append(st.jaccard_top5)
         vs.append(st.verdict)
+        agree.append(float(st.conclusion_agreement or 0.0))
+        dw.append(st.matter_kendall_w)
+        dj.append(st.matter_topk)
+        ds.append(st.detail)
     needed = None
     for i, n in enumerate(sizes):
         if all(v == "stable" for v in vs[i:]):
             needed = int(n)
             break
     return Convergence(
-        sizes=[int(n) for n in sizes], kendall_w=ws, jaccard_top5=js, needed=needed, verdicts=vs
+        sizes=[int(n) for n in sizes],
+        kendall_w=ws,
+        jaccard_top5=js,
+        needed=needed,
+        verdicts=vs,
+        conclusion_agreement=agree,
+        detail_kendall_w=dw,
+        detail_topk=dj,
+        details=ds,
     )
 
 
@@ -152,14 +173,23 @@ class EarlyStopCheck:
     verdict: str = ""
     reason: str = ""
     stable_share: float | None = None
+    conclusion: list[int] = field(default_factory=list)
+    conclusion_agreement: float | None = None
+    conclusion_distinguishable: bool = False
+    detail: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def passes(self, threshold: float) -> bool:
-        """The early-stop rule: the sample so far is "stable" by the verdict's rule, with
-        Kendall's W over the regions that matter at least ``threshold`` (0.9, the verdict's own
-        line, by default)."""
+        """The early-stop rule: the conclusion is settled. Its regions are distinguishable
+        from zero (the verdict says so) and it holds in at least ``threshold`` of the
+        resamples (0.9, the verdict's own line, by default): the same regions first, with the
+        same signs. The detail (the order of the other regions that matter) does not hold the
+        sampling up. (A check recorded before the verdict had two parts: the old rule,
+        Kendall's W over the regions that matter at least ``threshold``.)"""
+        if self.conclusion_agreement is not None:
+            return self.conclusion_distinguishable and self.conclusion_agreement >= threshold
         return (
             self.distinguishable > 0
             and self.matter_kendall_w >= threshold
@@ -182,6 +212,10 @@ class EarlyStopCheck:
             verdict=st.verdict,
             reason=st.reason,
             stable_share=st.stable_share,
+            conclusion=list(st.conclusion),
+            conclusion_agreement=st.conclusion_agreement,
+            conclusion_distinguishable=st.conclusion_distinguishable,
+            detail=st.detail,
         )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import combinations
 
@@ -10,6 +9,11 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ..limits import THRESHOLDS
+from .conclusion import (
+    conclusion_of,
+    conclusion_verdict,
+)
+from .wording import TOP_K, explain_verdict
 
 STABLE_W, UNSTABLE_W = THRESHOLDS["stable_kendall_w"], THRESHOLDS["unstable_kendall_w"]
 
@@ -24,9 +28,6 @@ UNSTABLE_FLIPS = THRESHOLDS["unstable_sign_flips_top10"]
 
 
 MASS_SHARE, MIN_SHARE = THRESHOLDS["matter_mass_share"], THRESHOLDS["matter_min_share"]
-
-
-TOP_K = 5  # the verdict's top-k overlap: k = min(5, regions that matter)
 
 
 # The one-stream verdict: groups of resamples, each judged as that many repeats would be.
@@ -133,77 +134,6 @@ def regions_that_matter(mean: np.ndarray, distinguishable: np.ndarray) -> np.nda
     return order[matter[order]]
 
 
-def _say_regions(n: int) -> str:
-    return f"the {n} region{'s' if n != 1 else ''} that matter{'s' if n == 1 else ''}"
-
-
-def explain_verdict(
-    verdict_: str,
-    repeats: int,
-    matter: Sequence[int],
-    distinguishable: np.ndarray,
-    w: float,
-    jaccard: float,
-    flipped: Sequence[int],
-    source: str = "repeats",
-) -> str:
-    """The verdict in one sentence, e.g. "stable: the 1 region that matters is first in all 5
-    repeats; 13 others are indistinguishable from zero".
-
-    Parameters
-    ----------
-    verdict_ : the verdict
-    repeats : R (2 reads "both halves": the early-stop rule's split-half check)
-    matter : the regions that matter
-    distinguishable : (K,) bool, the regions whose interval excludes zero
-    w, jaccard : Kendall's W and the top-k overlap over the regions that matter
-    flipped : the regions that matter whose sign changes
-    source : "repeats" (independent runs) or "stream" (resamples of one sample)
-    """
-    m, k = len(matter), len(distinguishable)
-    unit = "resamples of the sample" if source == "stream" else "repeats"
-    runs = f"all {repeats} {unit}" if repeats > 2 else "both halves"
-    others = k - m
-    rest = ""
-    if others:
-        small = int(np.delete(distinguishable, np.asarray(matter, int)).sum())
-        verb = "is" if others == 1 else "are"
-        rest = f"; {others} other{'s' if others != 1 else ''} {verb} indistinguishable from zero"
-        if small:
-            rest += f" or under {MIN_SHARE:.0%} of the largest weight"
-    if m == 0:
-        return f"{verdict_}: no region carries any weight"
-    if not distinguishable.any():
-        over = f"{repeats} {unit}" if repeats > 2 else "two halves of the sample"
-        return (
-            f"{verdict_}: no region is distinguishable from zero over {over}: "
-            "at this sample size the weights are mostly noise"
-        )
-    if verdict_ == "stable":
-        if m == 1:
-            return f"stable: {_say_regions(1)} is first in {runs}{rest}"
-        return (
-            f"stable: {_say_regions(m)} keep their order (W {w:.2f}) and their top set and "
-            f"sign in {runs}{rest}"
-        )
-    why = []
-    if flipped:
-        more = len(flipped) - 1
-        others_ = f" and {more} other{'s' if more > 1 else ''}" if more else ""
-        why.append(f"region {flipped[0]}{others_} change{'s' if not more else ''} sign")
-    if m > 1 and w < STABLE_W:
-        why.append(f"{_say_regions(m)} change order (W {w:.2f})")
-    if jaccard < STABLE_JACCARD:
-        t = min(TOP_K, m)
-        why.append(
-            "the first region changes" if t == 1 else f"the top {t} changes (overlap {jaccard:.2f})"
-        )
-    where = f" across {runs.replace('all ', '')}"
-    return (
-        f"{verdict_}: " + "; ".join(why or [f"{_say_regions(m)} agree only partly"]) + where + rest
-    )
-
-
 @dataclass(frozen=True)
 class Stability:
     """How much R repeated explanations (seeds seed..seed+R-1) agree.
@@ -226,6 +156,13 @@ class Stability:
         figures are those of the median group, see :func:`stream_stability`)
     stable_share : float or None, for "stream": the share of groups judged stable
     samples : int or None, for "stream": the rows resampled
+    conclusion : region ids, the conclusion (:func:`conclusion_regions`): the first region
+        that matters and those close behind it; the verdict is the conclusion's
+    conclusion_signs : +1 or -1 per conclusion region (for or against the class)
+    conclusion_agreement : float, the share of the runs in which the conclusion holds (for
+        "stream": over all the resamples)
+    detail : str, the verdict of the rule over the regions that matter (their order, top set
+        and signs): reported beside the conclusion, it does not decide the verdict
     """
 
     repeats: int
@@ -248,15 +185,38 @@ class Stability:
     source: str = "repeats"
     stable_share: float | None = None
     samples: int | None = None
+    conclusion: list[int] = field(default_factory=list)
+    conclusion_signs: list[int] = field(default_factory=list)
+    conclusion_agreement: float | None = None
+    detail: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @property
+    def conclusion_verdict(self) -> str:
+        """The conclusion's verdict: the verdict itself (a file written before the verdict had
+        two parts has no conclusion; its verdict is the rule over the regions that matter)."""
+        return self.verdict
+
+    @property
+    def conclusion_distinguishable(self) -> bool:
+        """Each of the conclusion's regions has an interval that excludes zero."""
+        c = self.conclusion
+        return bool(c) and all(self.ci_low[i] > 0 or self.ci_high[i] < 0 for i in c)
+
+    @property
+    def detail_settled(self) -> bool | None:
+        """Whether the order of the regions that matter is settled (None: not judged)."""
+        return (self.detail == "stable") if self.detail else None
+
+    @property
     def runs(self) -> str:
-        """What the runs are, for a heading: "5 repeats" or "5 resamples of one sample"."""
+        """What the runs are, for a heading: "5 repeats" or "40 resamples of one sample"."""
         if self.source == "stream":
-            return f"{self.repeats} resamples of one sample"
+            # the conclusion is judged over every resample (groups of ``repeats``)
+            n = self.repeats * (STREAM_GROUPS if self.conclusion_agreement is not None else 1)
+            return f"{n} resamples of one sample"
         return f"{self.repeats} repeats"
 
     @property
@@ -314,9 +274,15 @@ def stability(
     flipped = [int(i) for i in matter if not np.all(np.sign(w[:, i]) == np.sign(w[0, i]))]
     mf = len(flipped) / len(matter) if len(matter) else 0.0
     n_dist = int(dist.sum())
-    v = verdict(mw, mj, mf) if len(matter) else "unstable"
-    if n_dist == 0 and v == "stable":
-        v = "borderline"  # agreement among regions none of which is distinguishable from zero
+    detail = verdict(mw, mj, mf) if len(matter) else "unstable"
+    if n_dist == 0 and detail == "stable":
+        detail = "borderline"  # agreement among regions none of which is distinguishable
+    conc, signs, agree = conclusion_of(mean, matter, w)
+    v = conclusion_verdict(agree, bool(dist[conc].all())) if len(conc) else "unstable"
+    reason = explain_verdict(
+        v, r, matter.tolist(), dist, mw, mj, flipped, source, conclusion=conc.tolist(),
+        agreement=agree, detail=detail, signs=signs.tolist(),
+    ) if r > 1 else ""  # fmt: skip
     kw, jac = kendall_w(w), jaccard_top(w)
     flips10 = sign_flips(w, _top(w, 10))
     return Stability(
@@ -336,10 +302,12 @@ def stability(
         matter_topk=mj,
         matter_sign_flips=mf,
         sign_entropy=sign_entropy(w).tolist(),
-        reason=explain_verdict(v, r, matter.tolist(), dist, mw, mj, flipped, source)
-        if r > 1
-        else "",
+        reason=reason,
         source=source,
+        conclusion=[int(i) for i in conc],
+        conclusion_signs=[int(x) for x in signs],
+        conclusion_agreement=agree,
+        detail=detail,
     )
 
 
@@ -412,14 +380,38 @@ def stream_stability(
         stability(coefs[g * repeats : (g + 1) * repeats], "stream", own, spread)
         for g in range(groups)
     ]
+    # the detail: the median group by the rule over the regions that matter
     order = sorted(
         range(groups),
         key=lambda g: (
-            _SEVERITY[judged[g].verdict],
+            _SEVERITY[judged[g].detail],
             judged[g].matter_kendall_w,
             judged[g].matter_topk,
         ),
     )
-    median = judged[order[groups // 2]]
-    share = float(np.mean([j.verdict == "stable" for j in judged]))
-    return replace(median, stable_share=share, samples=n)
+    mid = order[groups // 2]
+    median = judged[mid]
+    share = float(np.mean([j.detail == "stable" for j in judged]))
+    # the conclusion: over every resample (the conclusion's regions and signs are the
+    # explanation's own, the same in every group)
+    conc, signs, agree = conclusion_of(own, median.matter, coefs)
+    dist = (np.asarray(median.ci_low) > 0) | (np.asarray(median.ci_high) < 0)
+    v = conclusion_verdict(agree, bool(dist[conc].all())) if len(conc) else "unstable"
+    group = coefs[mid * repeats : (mid + 1) * repeats]
+    flipped = [i for i in median.matter if not np.all(np.sign(group[:, i]) == np.sign(group[0, i]))]
+    reason = explain_verdict(
+        v, len(coefs), median.matter, dist, median.matter_kendall_w, median.matter_topk,
+        flipped, "stream", conclusion=conc.tolist(), agreement=agree, detail=median.detail,
+        signs=signs.tolist(),
+    )  # fmt: skip
+    return replace(
+        median,
+        verdict=v,
+        reason=reason,
+        conclusion=[int(i) for i in conc],
+        conclusion_signs=[int(x) for x in signs],
+        conclusion_agreement=agree,
+        sign_entropy=sign_entropy(coefs).tolist(),  # over every resample, as the conclusion
+        stable_share=share,
+        samples=n,
+    )

@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
+from limecraft_core.limits import LIMITS
 from pages.lib import analysis as A
 from pages.lib import display, state
 from pages.lib.views import explain_controls, localisation_panel, results
@@ -43,6 +44,33 @@ def image_header(s: state.AppState) -> None:
     warning = state.model_fit_warning(s)
     if warning:
         st.warning(warning, icon=":material/warning:")
+
+
+def _offer_more_samples(
+    s: state.AppState, ex: lc.Explanation, reg: lc.Regions, config: lc.ExplainConfig
+) -> None:
+    """When sampling reached its cap before the conclusion settled: say so, and offer to go
+    on from the samples already scored (they are kept, and not scored again)."""
+    es, stb = ex.trust.early_stop, ex.trust.stability
+    if es is None or es.stopped or stb is None or stb.verdict == "stable":
+        return
+    asked = ex.config.sampling.samples
+    more = int(min(2 * asked, LIMITS["samples"].app[1]))
+    st.info(
+        f"The conclusion was not settled by {asked} samples: more samples may settle it. "
+        f"Continuing keeps the {asked} scored so far and scores only the new ones.",
+        icon=":material/more_time:",
+    )
+    if more > asked and st.button(f"Continue to {more} samples", key="explain_more"):
+        if state.ready_classifier(s) is not None:
+            try:
+                bigger = config.replace(samples=more)
+                done = state.run_explain(s.image, reg, A.model_ref(s), bigger, live=True)
+                A.set_explanation(s, done, bigger)
+            except (lc.LimecraftError, lc.ModelError) as e:
+                display.error(f"Explain failed: {e}")
+                return
+            st.rerun()
 
 
 s = state.get()
@@ -93,8 +121,7 @@ with right:
         run = ex.run
         used, asked = run.samples_used or ex.config.sampling.samples, ex.config.sampling.samples
         samples = f"{used} samples" + (
-            f" (stopped early, {asked} allowed: the sample was already stable by the Trust "
-            "verdict's rule)"
+            f" (stopped early, {asked} allowed: the conclusion was already settled)"
             if used < asked
             else f" (you stopped here; the settings allow {s.config.sampling.samples})"
             if asked < s.config.sampling.samples
@@ -106,6 +133,7 @@ with right:
             f"Explained {ex.n_regions} regions{hand} with {samples}{took}"
             + (f", {run.model_passes} model passes." if run.model_passes else ".")
         )
+        _offer_more_samples(s, ex, reg, config)
 
 ex = s.explanation
 if ex is not None and np.array_equal(ex.segments, labels):

@@ -62,6 +62,15 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
     st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.runs}")
     if stb.reason:
         st.markdown(display.md(stb.reason[0].upper() + stb.reason[1:]) + ".")
+    if stb.conclusion:
+        who = ", ".join(charts.region_label(i, ex.region_names[i]) for i in stb.conclusion)
+        detail = {True: "settled", False: "not settled", None: "not judged"}[stb.detail_settled]
+        st.markdown(
+            f"**The conclusion** ({who}, "
+            f"{'for' if stb.conclusion_signs[0] > 0 else 'against'} the class) holds in "
+            f"**{stb.conclusion_agreement:.0%}** of the {stb.runs}: **{stb.verdict}** · "
+            f"**The detail** (the order of the other regions that matter): **{detail}**"
+        )
     m = len(stb.matter)
     st.markdown(
         f"Regions that matter **{m}** · over them: Kendall's W **{stb.matter_kendall_w:.2f}**, "
@@ -70,14 +79,18 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
         f"the top-10 **{stb.kendall_w:.3f}**, regions whose sign flips **{stb.sign_flips:.0%}**"
     )
     st.caption(
-        f"A region matters when it is among the fewest carrying {T.MASS_SHARE:.0%} of the "
-        f"|mean weight|, or when its 95% interval excludes zero and its |mean| is at least "
-        f"{T.MIN_SHARE:.0%} of the largest. Over those: stable when W ≥ {T.STABLE_W}, top-k "
-        f"overlap ≥ {T.STABLE_JACCARD} and no sign flip (and at least one region is "
-        f"distinguishable from zero); unstable when W < {T.UNSTABLE_W}, overlap < "
-        f"{T.UNSTABLE_JACCARD} or over {T.UNSTABLE_FLIPS:.0%} flip; borderline in between. "
-        "With one run (Repeats 1), the runs judged are 5 bootstrap resamples of its sample "
-        "(the median of 8 such groups): no extra model pass. Stopping early uses that verdict."
+        "The verdict is the conclusion's: the first region that matters and those within "
+        f"{T.CONCLUSION_SHARE:.0%} of its |weight| (at most {T.CONCLUSION_MAX}). It is stable "
+        f"when those regions come first, with the same signs, in at least "
+        f"{T.STABLE_CONCLUSION:.0%} of the runs and each is distinguishable from zero; "
+        f"unstable under {T.UNSTABLE_CONCLUSION:.0%}. The detail is the order of the other "
+        f"regions that matter: a region matters when it is among the fewest carrying "
+        f"{T.MASS_SHARE:.0%} of the |mean weight|, or when its 95% interval excludes zero and "
+        f"its |mean| is at least {T.MIN_SHARE:.0%} of the largest. It is settled when W ≥ "
+        f"{T.STABLE_W}, top-k overlap ≥ {T.STABLE_JACCARD} and no sign flips; it is reported, "
+        "and does not decide the verdict. With one run (Repeats 1), the runs are 40 bootstrap "
+        "resamples of its sample: no extra model pass. Stopping early stops once the "
+        "conclusion is stable."
     )
     left, right = display.columns([1, 1], gap="large")
     with left:
@@ -143,10 +156,23 @@ def _convergence(ex: lc.Explanation) -> None:
     st.markdown(needed)
     if c.verdicts:
         st.caption(" · ".join(f"{n}: {v}" for n, v in zip(c.sizes, c.verdicts, strict=True)))
-    df = pd.DataFrame(
-        {"samples": c.sizes, "Kendall's W (top-10)": c.kendall_w, "top-5 overlap": c.jaccard_top5}
-    )
-    st.line_chart(df, x="samples", y=["Kendall's W (top-10)", "top-5 overlap"], height=240)
+    if c.conclusion_agreement:  # the verdict's own figures: the conclusion's, then the detail's
+        st.markdown("**The conclusion and the detail as N grows**")
+        cols = {
+            "conclusion holds (share of repeats)": c.conclusion_agreement,
+            "detail: Kendall's W over the regions that matter": c.detail_kendall_w,
+            "detail: top-k overlap": c.detail_topk,
+        }
+        st.caption(
+            f"The conclusion is stable from {T.STABLE_CONCLUSION:.0%} of the repeats on (and "
+            "its regions distinguishable from zero); the detail is settled when W ≥ "
+            f"{T.STABLE_W} and the overlap ≥ {T.STABLE_JACCARD}."
+        )
+    else:  # an analysis saved before the verdict had two parts
+        st.markdown("**Agreement of the repeats as N grows**")
+        cols = {"Kendall's W (top-10)": c.kendall_w, "top-5 overlap": c.jaccard_top5}
+    df = pd.DataFrame({"samples": c.sizes, **cols})
+    st.line_chart(df, x="samples", y=list(cols), height=240)
 
 
 def _kernels(ex: lc.Explanation) -> None:

@@ -138,7 +138,7 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
         page.get_by_text(re.compile(r"^Explained \d+ regions.* with 2000 samples"))
     ).to_be_visible()
     verdict = page.get_by_text(
-        re.compile(r"(stable|borderline|unstable) over 5 resamples of one sample")
+        re.compile(r"(stable|borderline|unstable) over 40 resamples of one sample")
     )
     expect(verdict.first).to_be_visible()
     expect(page.get_by_text(LIVE)).to_have_count(0)  # the live panel gives way to the result
@@ -172,7 +172,7 @@ def test_stop_here_keeps_the_result_so_far_without_scoring_it_again(page, app_ur
     regions = int(re.search(r"Explained (\d+) regions", text).group(1))
     assert 0 < passes <= 2 * regions, text
     expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
-    expect(page.get_by_text(re.compile(r"over 5 resamples of one sample")).first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"over 40 resamples of one sample")).first).to_be_visible()
     # the settings keep what the analyst asked for; the result records what ran
     box = page.get_by_role("spinbutton", name="Samples", exact=True)
     if not box.is_visible():  # the Settings expander closed

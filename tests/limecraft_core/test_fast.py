@@ -44,7 +44,7 @@ def test_one_sample_verdict_is_stable_for_a_clean_signal_and_not_for_noise():
     clean = trust.stream_stability(ms.masks, y, sw, 1.0, seed=3)
     assert clean.verdict == "stable" and clean.source == "stream"
     assert clean.stable_share == 1.0 and clean.samples == 600 and clean.repeats == 5
-    assert "resamples of the sample" in clean.reason
+    assert "in all 40 resamples" in clean.reason and "resamples of the sample" not in clean.reason
     noise = np.random.default_rng(5).standard_normal(600)
     judged = trust.stream_stability(ms.masks, noise, sw, 1.0, seed=3)
     assert judged.verdict != "stable"
@@ -68,9 +68,10 @@ def test_one_sample_verdict_is_reproducible_and_costs_no_model_pass():
 
 
 def test_one_sample_verdict_agrees_with_five_independent_repeats_on_toys():
-    """The honesty check in miniature: over noise levels from clean to hopeless, the verdict
-    from one sample (resampled) and from 5 independent samples of the same size agree in most
-    cases; bench/bench_fast.py measures it on real models."""
+    """The honesty check in miniature: over noise levels from clean to hopeless, the conclusion
+    judged from one sample (resampled) and from 5 independent samples of the same size agree in
+    most cases (17 of 20 here), and the one sample never says "stable" where the repeats say
+    "unstable"; bench/bench_calibration.py measures it on real models."""
     k, n, agree, cases = 12, 300, 0, 0
     true = np.r_[np.linspace(1.0, 0.2, 4), np.zeros(k - 4)]
     for noise in (0.02, 0.1, 0.3, 1.0, 3.0):
@@ -81,9 +82,15 @@ def test_one_sample_verdict_agrees_with_five_independent_repeats_on_toys():
             for r in range(5):
                 ms, y, sw = _linear_sample(k, n, 100 * seed + r, noise, true)
                 ws.append(fit_ridge(ms.masks, y[:, None], sw, alpha=1.0).coef[0])
-            agree += judged.verdict == trust.stability(np.stack(ws)).verdict
+            ref = trust.stability(np.stack(ws))
+            # the conclusion: stable or not alike, and the same first region when stable
+            agree += (judged.verdict == "stable") == (ref.verdict == "stable") and (
+                judged.verdict != "stable" or judged.conclusion[0] == ref.conclusion[0]
+            )
+            # never a dangerous error: "stable" where the repeats say "unstable"
+            assert not (judged.verdict == "stable" and ref.verdict == "unstable"), (noise, seed)
             cases += 1
-    assert agree / cases >= 0.75, f"{agree}/{cases}"
+    assert agree / cases >= 0.8, f"{agree}/{cases}"
 
 
 # ----------------------------------------------------------------------------- defaults

@@ -148,7 +148,7 @@ def test_report_of_one_sample_gives_its_verdict_and_unnamed_regions_their_id(qua
     top = int(np.argmax(res.weights))
     assert f"driven by region {top}: hiding it lowers the class 0 score by" in sentence
     assert sentence.endswith(
-        f"Surrogate fit good (R² {res.score:.2f}); {res.verdict} across 5 resamples of one sample."
+        f"Surrogate fit good (R² {res.score:.2f}); {res.verdict} across 40 resamples of one sample."
     )
     assert "repeats" not in sentence
 

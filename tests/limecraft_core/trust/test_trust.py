@@ -386,3 +386,57 @@ def test_the_fill_comparison_times_each_other_fill(photo):
     fc = res.trust.fills
     assert fc.fills == ["mean", "inpaint", "inpaint-each"]
     assert fc.seconds[0] is None and all(s > 0 for s in fc.seconds[1:])
+
+
+# ----------------------------------------------------------------------------- the two parts
+
+
+def test_a_firm_conclusion_with_a_tied_detail_is_stable_and_the_detail_is_not_settled():
+    """One strong region and ten weak regions of equal weight over 5 repeats: region 0 is
+    first, with its sign, in every repeat (the conclusion is stable); the ten tied regions swap
+    places (the detail is not settled). The sentence names both."""
+    st = stability(_runs([1.0] + [0.1] * 10, 0.02, repeats=5))
+    assert st.conclusion == [0] and st.conclusion_signs == [1]
+    assert st.conclusion_agreement == 1.0 and st.verdict == "stable"
+    assert st.detail != "stable" and st.detail_settled is False
+    assert st.reason.startswith(
+        "stable: the conclusion holds: region 0 is first in all 5 repeats; the order of the 10 "
+        "other regions that matter is not settled: "
+    ), st.reason
+
+
+def test_the_model_with_one_strong_and_ten_tied_regions_stops_early_on_its_conclusion():
+    """The same through explain(), with the defaults (one sample, resampled; early stop): the
+    toy model's region 0 carries 4x, ten boxes 0.4x each, and a deterministic wobble decides
+    the ten's order. The run stops as soon as the conclusion is settled, before the cap."""
+    from toys import OneStrongTenWeak, boxes
+
+    img = np.full((48, 48, 3), 230, np.uint8)
+    ex = explain(img, OneStrongTenWeak(), segments=boxes(), fill="black", output_space="raw")
+    st = ex.trust.stability
+    assert st.source == "stream" and st.verdict == "stable" and st.conclusion == [0]
+    assert st.detail != "stable" and len(st.matter) == 11
+    assert "region 0 is first in all 40 resamples" in st.reason
+    assert "the order of the 10 other regions that matter is not settled" in st.reason
+    assert ex.run.samples_used < ex.config.sampling.samples  # stopped on the conclusion
+
+
+def test_the_conclusion_is_the_longest_firm_leading_set():
+    """Two regions close together lead firmly (as a pair: their own order swaps); a near-tie
+    behind them does not unsettle the pair. With the pair's order alone in doubt, the
+    conclusion is the pair, and it is stable."""
+    w = _runs([0.5, -0.49, 0.3, 0.29, 0.0, 0.0], 0.02, repeats=5, seed=4)
+    st = stability(w)
+    assert st.conclusion == [0, 1] and st.conclusion_signs == [1, -1]
+    assert st.verdict == "stable", st.reason
+    assert "regions 0 and 1 are the first 2 (region 1 against the class)" in st.reason
+
+
+def test_old_files_without_the_two_parts_still_restore():
+    from limecraft_core.trust import TrustResults
+
+    d = stability(_runs([0.7] + [0.0] * 5, 0.01)).to_dict()
+    for key in ("conclusion", "conclusion_signs", "conclusion_agreement", "detail"):
+        d.pop(key)
+    old = TrustResults.from_dict({"stability": d}).stability
+    assert old.verdict == "stable" and old.conclusion == [] and old.detail_settled is None
