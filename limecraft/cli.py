@@ -428,18 +428,20 @@ def _print_summary(
 
 
 def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
+    from limecraft_core.trust import name_regions
+
     t = result.trust
     if t.stability is not None:
         st = t.stability
         two_parts = ""
         if st.conclusion:  # the verdict in two parts: the conclusion, then the detail
-            who = ", ".join(
+            who = " + ".join(
                 f"{region_label(result, i)} ({'for' if sign > 0 else 'against'})"
                 for i, sign in zip(st.conclusion, st.conclusion_signs, strict=True)
             )
             detail = {True: "settled", False: "not settled", None: "not judged"}
             two_parts = (
-                f"conclusion={who}, holds in {st.conclusion_agreement:.0%} of the runs; "
+                f"conclusion={who}; held in={st.conclusion_agreement:.0%} of the runs; "
                 f"detail={detail[st.detail_settled]}; "
             )
         print(
@@ -451,7 +453,7 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
             f"sign flips among them={st.matter_sign_flips:.0%}; "
             f"Kendall's W top-10={st.kendall_w:.3f}"
         )
-        print(f"verdict: {st.reason}")
+        print(f"verdict: {name_regions(st.reason, lambda i: region_label(result, i))}")
         unsure = st.inconsistent_sign
         if unsure:
             print(

@@ -128,6 +128,7 @@ from .stability import (
     stream_stability,
     verdict,
 )
+from .wording import name_regions
 
 __all__ = [
     "CONCLUSION_MAX",
@@ -183,6 +184,7 @@ __all__ = [
     "kernel_sweep",
     "localisation",
     "localise",
+    "name_regions",
     "noisy_linear_imputation",
     "random_subsets",
     "rank_agreement",

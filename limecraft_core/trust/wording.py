@@ -3,7 +3,8 @@ detail (the order of the other regions that matter)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -25,6 +26,22 @@ def _say_list(ids: Sequence[int]) -> str:
     if len(ids) == 1:
         return f"region {ids[0]}"
     return "regions " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
+
+
+_IDS = re.compile(r"\bregions? (\d+(?:, \d+)*(?: and \d+)?)\b")
+
+
+def name_regions(sentence: str, label: Callable[[int], str]) -> str:
+    """``sentence`` (a verdict's reason) with each region it names by id ("region 3", "regions
+    3, 5 and 7") called ``label(id)`` instead, e.g. ``label = lambda i: f"region {i} ({name})"``
+    gives "region 0 (watermark) is first"; counts ("the 9 other regions") are left alone."""
+
+    def one(m: re.Match[str]) -> str:
+        ids = [int(i) for i in re.findall(r"\d+", m[1])]
+        said = [label(i) for i in ids]
+        return said[0] if len(said) == 1 else ", ".join(said[:-1]) + f" and {said[-1]}"
+
+    return _IDS.sub(one, sentence)
 
 
 def _why_detail(m: int, w: float, jaccard: float, flipped: Sequence[int]) -> list[str]:
@@ -153,7 +170,10 @@ def _conclusion_sentence(
     why = _why_detail(m, w, jaccard, [i for i in flipped if i not in c])
     part = ""
     if m > n:
-        rest_m = f"the {m - n} other region{'s' if m - n != 1 else ''} that matter"
+        rest_m = (
+            f"the {m - n} other region{'s' if m - n != 1 else ''} "
+            f"that matter{'' if m - n != 1 else 's'}"
+        )
         settled = detail == "stable" or not why
         part = f"the order of {rest_m} is {'settled' if settled else 'not settled'}"
         if not settled:

@@ -61,7 +61,8 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
     stb = ex.trust.stability
     st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.runs}")
     if stb.reason:
-        st.markdown(display.md(stb.reason[0].upper() + stb.reason[1:]) + ".")
+        reason = display.named_reason(stb.reason, ex.region_names)
+        st.markdown(display.md(reason[0].upper() + reason[1:]) + ".")
     if stb.conclusion:
         who = ", ".join(charts.region_label(i, ex.region_names[i]) for i in stb.conclusion)
         detail = {True: "settled", False: "not settled", None: "not judged"}[stb.detail_settled]

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import streamlit as st
 from PIL import Image
 
 from limecraft_core import render
+from limecraft_core.trust import name_regions
 
 DISPLAY_WIDTH = 560  # px sent to the browser for the main pictures
 VERDICT_TEXT = {
@@ -153,3 +155,14 @@ def md(text: object) -> str:
 
 def error(msg: str) -> None:
     st.error(msg, icon=":material/error:")
+
+
+def named_reason(reason: str, names: Sequence[str]) -> str:
+    """A verdict's reason with each region it names by id called as the app calls it: "region 0
+    (watermark) is first in all 40 resamples" (its id, then its name when it has one)."""
+
+    def label(i: int) -> str:
+        name = names[i] if 0 <= i < len(names) else ""
+        return f"region {i} ({name})" if name else f"region {i}"
+
+    return name_regions(reason, label)

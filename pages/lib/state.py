@@ -37,7 +37,7 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
     SegSettings,
     next_colour,
 )
-from pages.lib.display import VERDICT_TEXT, error, md
+from pages.lib.display import VERDICT_TEXT, error, md, named_reason
 from pages.lib.progress import ExplainProgress
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
@@ -458,7 +458,7 @@ def live_result(
     if stb is None:
         verdict = ":gray-badge[not judged yet] (from 200 samples on)"
     else:
-        why = stb.reason.split(": ", 1)[-1]
+        why = named_reason(stb.reason, reg.names).split(": ", 1)[-1]
         verdict = f"{VERDICT_TEXT[stb.verdict]} so far: {md(why)}"
     with slot.container(border=True):
         st.markdown(

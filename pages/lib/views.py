@@ -83,7 +83,7 @@ def verdict_badge(ex: lc.Explanation) -> str:
     if st_ is None:
         return ":gray-badge[stability not checked]"
     if st_.reason:  # "stable: the 1 region that matters is first in all 5 repeats; ..."
-        why = st_.reason.split(": ", 1)[-1]
+        why = display.named_reason(st_.reason, ex.region_names).split(": ", 1)[-1]
         return f"{VERDICT_TEXT[st_.verdict]} over {st_.runs}: {display.md(why)}"
     return (  # an explanation saved before the verdict judged the regions that matter
         f"{VERDICT_TEXT[st_.verdict]} over {st_.runs} "

@@ -9,6 +9,7 @@ from limecraft_core.trust import (
     deletion_insertion_masks,
     jaccard_top,
     kendall_w,
+    name_regions,
     sign_flips,
     stability,
     verdict,
@@ -440,3 +441,19 @@ def test_old_files_without_the_two_parts_still_restore():
         d.pop(key)
     old = TrustResults.from_dict({"stability": d}).stability
     assert old.verdict == "stable" and old.conclusion == [] and old.detail_settled is None
+
+
+def test_the_verdict_names_regions_as_the_caller_calls_them():
+    """Ids become the caller's labels, one or in a list; counts of regions stay as they are."""
+    label = {0: "region 0 (watermark)", 7: "hand 2"}.get
+    said = name_regions(
+        "borderline: the conclusion is not settled: regions 0, 5 and 7 are the first 3 in 30 of "
+        "40 resamples; region 12 changes sign; the order of the 9 other regions that matter is "
+        "not settled; the 1 region that matters",
+        lambda i: label(i) or f"region {i}",
+    )
+    assert said == (
+        "borderline: the conclusion is not settled: region 0 (watermark), region 5 and hand 2 "
+        "are the first 3 in 30 of 40 resamples; region 12 changes sign; the order of the 9 other "
+        "regions that matter is not settled; the 1 region that matters"
+    )
