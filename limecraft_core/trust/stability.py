@@ -236,6 +236,21 @@ def _kendall_w_of(weights: np.ndarray, regions: np.ndarray) -> float:
     return float(12 * s / (m**2 * (n**3 - n)))
 
 
+def _detail_of(
+    w: np.ndarray, matter: np.ndarray, n_dist: int
+) -> tuple[str, float, float, float, list[int]]:
+    """The detail of R runs ``w`` over the regions that matter: its verdict, their Kendall's W,
+    top-k overlap and share of sign flips, and the regions that flip."""
+    mw = _kendall_w_of(w, matter)
+    mj = jaccard_top(w, min(TOP_K, max(1, len(matter))))
+    flipped = [int(i) for i in matter if not np.all(np.sign(w[:, i]) == np.sign(w[0, i]))]
+    mf = len(flipped) / len(matter) if len(matter) else 0.0
+    detail = verdict(mw, mj, mf) if len(matter) else "unstable"
+    if n_dist == 0 and detail == "stable":
+        detail = "borderline"  # agreement among regions none of which is distinguishable
+    return detail, mw, mj, mf, flipped
+
+
 def stability(
     weights: np.ndarray,
     source: str = "repeats",
@@ -268,15 +283,8 @@ def stability(
     # one run says nothing about the spread: no region is distinguishable from zero
     dist = ((lo > 0) | (hi < 0)) if r > 1 else np.zeros(k, bool)
     matter = regions_that_matter(mean, dist)
-    mw = _kendall_w_of(w, matter)
-    top = min(TOP_K, max(1, len(matter)))
-    mj = jaccard_top(w, top)
-    flipped = [int(i) for i in matter if not np.all(np.sign(w[:, i]) == np.sign(w[0, i]))]
-    mf = len(flipped) / len(matter) if len(matter) else 0.0
     n_dist = int(dist.sum())
-    detail = verdict(mw, mj, mf) if len(matter) else "unstable"
-    if n_dist == 0 and detail == "stable":
-        detail = "borderline"  # agreement among regions none of which is distinguishable
+    detail, mw, mj, mf, flipped = _detail_of(w, matter, n_dist)
     conc, signs, agree = conclusion_of(mean, matter, w)
     v = conclusion_verdict(agree, bool(dist[conc].all())) if len(conc) else "unstable"
     reason = explain_verdict(
@@ -376,22 +384,22 @@ def stream_stability(
     coefs = ridge_coefs(masks, y, np.vstack([sw[None], counts * sw]), alpha)
     own, coefs = coefs[0], coefs[1:]
     spread = coefs.std(axis=0, ddof=1)
-    judged = [
-        stability(coefs[g * repeats : (g + 1) * repeats], "stream", own, spread)
+    # the regions that matter and their intervals are the explanation's own (``own`` ±
+    # 1.96 ``spread``), the same in every group: only the detail's figures differ by group
+    half = 1.959964 * spread
+    dist = (own - half > 0) | (own + half < 0)
+    matter = regions_that_matter(own, dist)
+    figures = [
+        _detail_of(coefs[g * repeats : (g + 1) * repeats], matter, int(dist.sum()))
         for g in range(groups)
     ]
     # the detail: the median group by the rule over the regions that matter
     order = sorted(
-        range(groups),
-        key=lambda g: (
-            _SEVERITY[judged[g].detail],
-            judged[g].matter_kendall_w,
-            judged[g].matter_topk,
-        ),
+        range(groups), key=lambda g: (_SEVERITY[figures[g][0]], figures[g][1], figures[g][2])
     )
     mid = order[groups // 2]
-    median = judged[mid]
-    share = float(np.mean([j.detail == "stable" for j in judged]))
+    median = stability(coefs[mid * repeats : (mid + 1) * repeats], "stream", own, spread)
+    share = float(np.mean([f[0] == "stable" for f in figures]))
     # the conclusion: over every resample (the conclusion's regions and signs are the
     # explanation's own, the same in every group)
     conc, signs, agree = conclusion_of(own, median.matter, coefs)
