@@ -314,7 +314,14 @@ def settings_from_args(a: argparse.Namespace):
 def cmd_explain(a: argparse.Namespace) -> int:
     from limecraft_core import render
     from limecraft_core.explain import explain
-    from limecraft_core.io import encode_png, expected_area, read_image, read_label_map, read_mask
+    from limecraft_core.io import (
+        encode_png,
+        expected_area,
+        read_image,
+        read_label_map,
+        read_labels,
+        read_mask,
+    )
     from models.registry import load_classifier
 
     image = read_image(a.image)
@@ -333,6 +340,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
         )
     out = _out_dir(a.out)
     model = load_classifier(a.model, **_model_kwargs(a, config))
+    if a.labels:
+        names = read_labels(a.labels)
+        _warn_label_count(a.labels, names, int(model.predict(image).shape[-1]))
     result = explain(
         image,
         model,
@@ -363,6 +373,17 @@ def cmd_explain(a: argparse.Namespace) -> int:
         for f in files:
             print(f"wrote {f}")
     return 0
+
+
+def _warn_label_count(path: str, names: Sequence[str], scores: int) -> None:
+    """On stderr, as the app says it: a labels file whose names do not match the model's
+    outputs (the explanation still runs)."""
+    if len(names) != scores:
+        rest = "the extra names are not used" if len(names) > scores else "the rest are 'class i'"
+        sys.stderr.write(
+            f"limecraft: warning: the labels file {path!r} has {len(names)} names but the model "
+            f"gives {scores} scores: {rest}\n"
+        )
 
 
 def _hand_names(regions_mask: np.ndarray | None) -> list[str] | None:

@@ -603,3 +603,19 @@ def test_the_package_builds_and_installs_the_limecraft_command(tmp_path):
     assert out.returncode == 0, out.stderr
     where, weights = out.stdout.split()
     assert Path(where).is_relative_to(site) and weights == "True", out.stdout
+
+
+def test_a_labels_file_of_the_wrong_length_is_warned_about_and_the_run_goes_on(files, capsys):
+    """As the app says it: 3 names for 4 outputs, then 6 names for 4 outputs (issue 29)."""
+    for names, rest in ((["red", "green", "blue"], "the rest are 'class i'"),
+                        (["a", "b", "c", "d", "e", "f"], "the extra names are not used")):  # fmt: skip
+        files["labels"].write_text("\n".join(names) + "\n")
+        assert main(_toy_args(files, files["dir"] / f"n{len(names)}", "--quiet")) == 0
+        err = capsys.readouterr().err
+        assert (
+            f"limecraft: warning: the labels file {str(files['labels'])!r} has {len(names)} names "
+            f"but the model gives 4 scores: {rest}"
+        ) in err
+    files["labels"].write_text("red\ngreen\nblue\ngold\n")
+    assert main(_toy_args(files, files["dir"] / "n4", "--quiet")) == 0
+    assert "warning" not in capsys.readouterr().err
