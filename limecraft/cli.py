@@ -339,7 +339,15 @@ def cmd_explain(a: argparse.Namespace) -> int:
             read_mask(a.expected_mask), image.shape[:2], f"--expected-mask {a.expected_mask!r}"
         )
     out = _out_dir(a.out)
-    model = load_classifier(a.model, **_model_kwargs(a, config))
+    try:
+        model = load_classifier(a.model, **_model_kwargs(a, config))
+    except LimecraftError as e:
+        if a.arch is None and "state_dict" in str(e):  # as the app says it
+            raise LimecraftError(
+                f"{e}. If it is a state_dict, name its architecture with --arch (for example "
+                "--arch resnet18)"
+            ) from None
+        raise
     if a.labels:
         names = read_labels(a.labels)
         _warn_label_count(a.labels, names, int(model.predict(image).shape[-1]))

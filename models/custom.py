@@ -205,11 +205,39 @@ def _load_state_dict(path: Path, arch: str) -> torch.nn.Module:
     model = getattr(tvm, arch)(weights=None, **kwargs)
     try:
         model.load_state_dict(state)
-    except RuntimeError as e:
-        raise LimecraftError(
-            f"the state_dict does not fit {arch}: {str(e).splitlines()[0]}"
-        ) from None
+    except RuntimeError:
+        raise LimecraftError(_misfit(state, model.state_dict(), arch)) from None
     return model.eval()
+
+
+def _shortened(keys: list[str], most: int = 3) -> str:
+    shown = ", ".join(keys[:most])
+    return shown + (f", … ({len(keys) - most} more)" if len(keys) > most else "")
+
+
+def _misfit(state: dict, own: dict, arch: str) -> str:
+    """Why a state_dict does not fit ``arch``: its missing and unexpected keys and the tensors
+    of another shape, each list shortened."""
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    shapes = [
+        f"{k} {'x'.join(map(str, state[k].shape))} here, "
+        f"{'x'.join(map(str, own[k].shape))} in {arch}"
+        for k in own
+        if k in state and tuple(state[k].shape) != tuple(own[k].shape)
+    ]
+    why = []
+    if missing:
+        why.append(f"{len(missing)} of {arch}'s keys are missing ({_shortened(missing)})")
+    if unexpected:
+        why.append(f"{len(unexpected)} keys are not {arch}'s ({_shortened(unexpected)})")
+    if shapes:
+        why.append(f"{len(shapes)} tensors have another shape ({_shortened(shapes, 2)})")
+    return (
+        f"the state_dict does not fit {arch}: "
+        + "; ".join(why or ["its tensors do not load"])
+        + ". Choose the architecture it was saved from"
+    )
 
 
 def load_model_file(path: str | Path, *, arch: str | None = None) -> torch.nn.Module:

@@ -619,3 +619,17 @@ def test_a_labels_file_of_the_wrong_length_is_warned_about_and_the_run_goes_on(f
     files["labels"].write_text("red\ngreen\nblue\ngold\n")
     assert main(_toy_args(files, files["dir"] / "n4", "--quiet")) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_state_dict_without_its_architecture_is_told_to_name_it(files, capsys):
+    """As the app says it: a weights-only file needs --arch (issue 29, item 9)."""
+    weights = files["dir"] / "weights.pt"
+    torch.save(ChannelMeans(classes=4).state_dict(), weights)
+    argv = _toy_args(files, files["dir"] / "sd")
+    argv[argv.index("--model") + 1] = str(weights)
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("limecraft: error: model file") and "Traceback" not in line
+    assert line.endswith(
+        "If it is a state_dict, name its architecture with --arch (for example --arch resnet18)"
+    )

@@ -2,6 +2,7 @@
 
 import json
 import pickle
+import re
 import zipfile
 from pathlib import Path
 
@@ -136,7 +137,19 @@ def test_state_dict_with_architecture(tmp_path, photo):
     assert out.shape == (7,)
     with pytest.raises(LimecraftError, match="unknown architecture"):
         registry.load_classifier(str(p), arch="lenet")
-    with pytest.raises(LimecraftError, match="does not fit resnet18"):
+    with pytest.raises(LimecraftError, match="does not fit resnet18") as e:
+        registry.load_classifier(str(p), arch="resnet18")
+    # what does not fit, shortened: resnet18's keys missing, mobilenet's not resnet18's
+    msg = str(e.value)
+    assert re.search(r"\d+ of resnet18's keys are missing \(conv1\.weight, bn1\.weight, ", msg)
+    assert re.search(r"\d+ keys are not resnet18's \(features\.0\.0\.weight, ", msg), msg
+    assert "more)" in msg and msg.endswith("Choose the architecture it was saved from")
+    # a tensor of another shape: resnet18's own keys, one with fewer outputs per channel
+    other = zoo.build("resnet18", pretrained=False).state_dict()
+    other["conv1.weight"] = other["conv1.weight"][:32]
+    torch.save(other, p)
+    with pytest.raises(LimecraftError, match=r"1 tensors have another shape \(conv1\.weight "
+                       r"32x3x7x7 here, 64x3x7x7 in resnet18\)"):  # fmt: skip
         registry.load_classifier(str(p), arch="resnet18")
 
 
