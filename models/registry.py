@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from limecraft_core import Classifier, LimecraftError
+from limecraft_core._validate import check_int
 
 from . import efficientnet_lite as lite
 from . import zoo
@@ -471,7 +472,16 @@ def load_classifier(
         size, norm, names = _onnx_fit(module, input_size, normalize, labels)
         precision, channels_last, name = "fp32", False, Path(spec).name
     elif _is_path(spec) or arch is not None:
-        size = input_size or getattr(module, "limecraft_input_size", None) or 224
+        fixed = getattr(module, "limecraft_input_size", None)
+        if input_size is not None:  # out of range: the same message as for any model
+            check_int("input_size", input_size, 8, 4096)
+        if fixed is not None and input_size is not None and (input_size, input_size) != fixed:
+            raise LimecraftError(
+                f"model file {Path(spec).name!r} was exported for {fixed[0]}x{fixed[1]} inputs, "
+                f"so input size {input_size} does not fit it: leave the input size out (it is read "
+                "from the program), or export the model again with a dynamic height and width"
+            )
+        size = input_size or fixed or 224
         norm, names, name = normalize or "none", labels, Path(spec).name
     elif spec == "demo":
         from . import demo

@@ -113,6 +113,15 @@ def test_pt2_with_dynamic_and_static_batch(tmp_path, photo):
         assert clf.input_size == (32, 32)
         res = explain(photo, clf, samples=15, segmentation="grid", batch_size=5)
         assert res.class_labels[0] in ("a", "b", "c")
+        # its own size may be given; another is refused with what would fit, not torch's guard
+        assert registry.load_classifier(str(p), input_size=32).input_size == (32, 32)
+        with pytest.raises(LimecraftError) as e:
+            registry.load_classifier(str(p), input_size=48)
+        assert str(e.value) == (
+            f"model file 'm{dynamic}.pt2' was exported for 32x32 inputs, so input size 48 does "
+            "not fit it: leave the input size out (it is read from the program), or export the "
+            "model again with a dynamic height and width"
+        )
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
