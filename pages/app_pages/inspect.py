@@ -188,7 +188,19 @@ with c1:
         display.error(str(e))
         st.stop()
     row = st.container(horizontal=True)  # buttons wrap rather than truncate their labels
-    row.button("Apply edit", type="primary", key="apply_edit", on_click=_apply, args=(s, pending))
+    # an edit that changes nothing (a 0° rotation, a move by 0) is not stacked
+    unchanged = np.array_equal(preview.image, base.image) and np.array_equal(
+        preview.labels, base.labels
+    )
+    row.button(
+        "Apply edit",
+        type="primary",
+        key="apply_edit",
+        on_click=_apply,
+        args=(s, pending),
+        disabled=unchanged,
+        help="This edit changes nothing yet: set how it changes the region" if unchanged else None,
+    )
     row.button("Undo", key="undo_edit", disabled=not s.edits, on_click=_undo, args=(s,))
     row.button("Reset", key="reset_edits", disabled=not s.edits, on_click=_reset, args=(s,))
     if s.edits:
@@ -212,7 +224,15 @@ with c2:
         if preview.region >= 0
         else preview.image
     )
-    b.image(display.to_display(edited_outline, 280), caption="edited (region mask moves with it)")
+    moved = pending.kind in ("move", "rotate", "scale")
+    b.image(
+        display.to_display(edited_outline, 280),
+        caption="edited (region mask moves with it)"
+        if moved
+        else "edited (the region is gone)"
+        if pending.kind == "remove"
+        else "edited (region outlined)",
+    )
 watermark_view.region_buttons(s, "inspect")
 before = state.predict(s, s.image)
 after = state.predict(s, preview.image)

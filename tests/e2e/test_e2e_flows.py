@@ -107,7 +107,7 @@ def test_the_explained_edited_image_is_the_preview(page, app_url):
 
     # the explained image is the preview: the same pixels, and the tag at +60°, not +120°
     explained = picture(page, "the explained image")
-    preview = picture(page, "edited (region mask moves with it)")
+    preview = picture(page, "edited (region outlined)")
     sample = load_sample("demo-conflict-2")
     seg = A.segmentation_config(_with_tag(sample))
     labels = stages.prepare_regions(

@@ -12,6 +12,7 @@ import pytest
 from conftest import image_uploader
 from PIL import Image
 from streamlit.testing.v1 import AppTest
+from test_analysis import image_captions
 
 from models.samples import load_sample, sample_names
 
@@ -151,9 +152,12 @@ def test_inspect_edit_changes_the_prediction(at):
     assert not at.exception
     before = next(m.value for m in at.markdown if m.value.startswith("Top class:"))
     assert "(+0.000)" in before
+    assert button(at, "Apply edit").disabled  # the edit as it opens changes nothing
     at.radio(key="edit_kind").set_value("remove").run()
     after = next(m.value for m in at.markdown if m.value.startswith("Top class:"))
     assert after != before
+    assert not button(at, "Apply edit").disabled
+    assert "edited (the region is gone)" in image_captions(at)  # not "the mask moves with it"
     button(at, "Apply edit").click().run()
     assert len(state(at).edits) == 1 and state(at).edits[0].kind == "remove"
     button(at, "Undo").click().run()
