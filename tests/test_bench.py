@@ -213,3 +213,32 @@ def test_watermark_bench_reads_imagenet_names_and_counts_the_flips(tmp_path, cap
     assert r["gap_points"] == round(100 * (r["top1_clean"] - r["top1_watermarked"]), 1)
     md = (tmp_path / "out" / "watermark.md").read_text()
     assert "| top-1 clean | 66.7% |" in md and md in capsys.readouterr().out
+
+
+def test_calibration_bench_judges_the_default_verdict_against_cached_repeats(tmp_path, capsys):
+    """The demo model's first conflict image, with its tag drawn and without: the default run,
+    its 5-repeat reference (computed, cached under --refs, then read back on a second run), the
+    agreement and the dangerous errors, in the JSON and the markdown."""
+    refs, out = tmp_path / "refs", tmp_path / "out"
+    argv = ("--only", "demo-conflict-1", "--ref-samples", "120", "--refs", str(refs))
+    _bench_main("bench_calibration", *argv, "--out", str(out))
+    doc = json.loads((out / "calibration.json").read_text())
+    tag, plain = doc["cases"]
+    assert (tag["case"], plain["case"]) == ("demo-conflict-1-tag", "demo-conflict-1")
+    assert len(list(refs.glob("demo-conflict-1*-n120-*.npz"))) == 2
+    # the tag drawn as one region: it is the conclusion, by default and in the reference
+    assert tag["default"]["verdict"] == "stable" == tag["reference"]["verdict"]
+    assert tag["default"]["conclusion"][0] == tag["reference"]["first"]
+    assert tag["conclusion_agrees"] and not (tag["dangerous_stable"] or tag["dangerous_first"])
+    assert 0 < tag["default"]["samples"] <= 400 and tag["default"]["seconds"] > 0
+    s = doc["summary"]["all"]
+    assert s["cases"] == 2 and s["conclusion_agrees"] == sum(
+        r["conclusion_agrees"] for r in doc["cases"]
+    )
+    md = (out / "calibration.md").read_text()
+    assert "| demo-conflict-1-tag |" in md and "dangerous errors:" in md
+    assert md in capsys.readouterr().out
+    # the second run reads the references back: the same reference weights, none recomputed
+    stamps = {p: p.stat().st_mtime_ns for p in refs.iterdir()}
+    _bench_main("bench_calibration", *argv, "--no-write")
+    assert {p: p.stat().st_mtime_ns for p in refs.iterdir()} == stamps

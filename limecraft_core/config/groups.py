@@ -83,7 +83,7 @@ class SamplingConfig(_Group):
     """Which perturbations the model sees."""
 
     samples: int = _f(
-        400,
+        800,
         "N, the perturbed images including the original (at most: sampling stops earlier once "
         "the conclusion is settled)",
         "int",
@@ -102,7 +102,7 @@ class SamplingConfig(_Group):
     )
     dedup: bool = _f(True, "score each distinct mask once (exact)", "bool")
     early_stop: float | None = _f(
-        0.9,
+        1.0,
         "stop sampling once the conclusion is settled: the same top regions, with the same "
         "signs, in at least this share of the resamples of the sample so far, each "
         "distinguishable from zero; none: always score N",

@@ -99,7 +99,7 @@ def test_one_sample_verdict_agrees_with_five_independent_repeats_on_toys():
 def test_the_defaults_stop_early_with_a_verdict_and_no_repeats(quadrants):
     ex = lc.explain(quadrants, LinearPixels((32, 32)), segmentation="grid", n_segments=16)
     cfg = ex.config
-    assert cfg.sampling.early_stop == 0.9 and cfg.trust.repeats == 1
+    assert cfg.sampling.early_stop == 1.0 and cfg.trust.repeats == 1
     stb = ex.trust.stability
     assert stb.source == "stream" and stb.verdict == "stable"
     assert ex.trust.early_stop.stopped and ex.run.samples_used < 1000
