@@ -14,6 +14,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 from test_analysis import image_captions
 
+import limecraft_core as lc
 from models.samples import load_sample, sample_names
 
 pytestmark = pytest.mark.slow
@@ -61,7 +62,11 @@ def test_explain_works_at_once(at):
     button(at, "Explain").click().run()
     assert not at.exception
     ex = state(at).explanation
-    assert ex is not None and ex.config.sampling.samples == 400 and ex.run.model == "demo"
+    assert (
+        ex is not None
+        and ex.config.sampling.samples == lc.ExplainConfig().sampling.samples == 800
+        and ex.run.model == "demo"
+    )
     assert any("Explained" in s.value for s in at.success)
     assert any("surrogate fidelity" in m.value for m in at.markdown)
 
