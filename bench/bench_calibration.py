@@ -338,6 +338,9 @@ def judge(row: dict[str, Any], ref_weights: np.ndarray, seconds: float = 0.0) ->
         "verdict_agrees": d["verdict"] == ref.verdict,
         "dangerous_stable": bool(stable and ref.verdict == "unstable"),
         "dangerous_first": bool(stable and not holds),
+        # the issue's wording: the reference's first region (by the mean of its 5 repeats) is
+        # not among the regions the default claims to lead
+        "misses_ref_first": bool(stable and ref_first not in d["conclusion"]),
     }
 
 
@@ -367,6 +370,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "conclusion_agrees": sum(r["conclusion_agrees"] for r in rs),
             "verdict_agrees": sum(r["verdict_agrees"] for r in rs),
             "dangerous": sum(r["dangerous_stable"] or r["dangerous_first"] for r in rs),
+            "dangerous_by_first": sum(
+                r["dangerous_stable"] or r.get("misses_ref_first", False) for r in rs
+            ),
             "stable": sum(r["default"]["verdict"] == "stable" for r in rs),
             "samples_median": float(np.median(n)),
             "seconds_median": round(float(np.median(t)), 2),
@@ -388,7 +394,11 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         f"**{s['cases']} cases: the conclusion agrees on {s.get('conclusion_agrees', 0)} "
         f"({s.get('conclusion_agrees', 0) / max(1, s['cases']):.0%}), the three-word verdict on "
-        f"{s.get('verdict_agrees', 0)}; dangerous errors: {s.get('dangerous', 0)}.**",
+        f"{s.get('verdict_agrees', 0)}; dangerous errors: {s.get('dangerous', 0)}.** Dangerous: "
+        '"stable" where the reference is unstable, or a stable claim (these regions lead, with '
+        "these signs) that does not hold in all 5 reference repeats; by the looser reading (the "
+        "reference's first region, by the mean of its repeats, is not among the claimed): "
+        f"{s.get('dangerous_by_first', 0)}.",
         "",
         "| model | cases | conclusion agrees | verdict agrees | dangerous | default stable | "
         "samples (median) | time median | time p90 |",
@@ -408,15 +418,15 @@ def markdown(doc: dict[str, Any]) -> str:
             f"**Before and after** (before: `{doc['before']['file']}`, the same cases' default "
             "runs on the engine before the two-part verdict, judged against the same references):",
             "",
-            "| | cases | conclusion agrees | verdict agrees | dangerous | samples (median) | "
-            "time median | time p90 |",
+            "| | cases | conclusion agrees | verdict agrees | dangerous (looser reading) | "
+            "samples (median) | time median | time p90 |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for name, st in (("before", b), ("after", s)):
             lines.append(
                 f"| {name} | {st['cases']} | {st['conclusion_agrees']} | {st['verdict_agrees']} "
-                f"| {st['dangerous']} | {st['samples_median']:.0f} | {st['seconds_median']:.1f} s "
-                f"| {st['seconds_p90']:.1f} s |"
+                f"| {st['dangerous']} ({st['dangerous_by_first']}) | {st['samples_median']:.0f} "
+                f"| {st['seconds_median']:.1f} s | {st['seconds_p90']:.1f} s |"
             )
     lines += [
         "",
