@@ -184,7 +184,7 @@ class EarlyStopCheck:
     def passes(self, threshold: float) -> bool:
         """The early-stop rule: the conclusion is settled. Its regions are distinguishable
         from zero (the verdict says so) and it holds in at least ``threshold`` of the
-        resamples (0.9, the verdict's own line, by default): the same regions first, with the
+        resamples (1.0, all of them, the verdict's own line, by default): the same regions first, with the
         same signs. The detail (the order of the other regions that matter) does not hold the
         sampling up. (A check recorded before the verdict had two parts: the old rule,
         Kendall's W over the regions that matter at least ``threshold``.)"""

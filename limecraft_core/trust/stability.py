@@ -194,12 +194,6 @@ class Stability:
         return asdict(self)
 
     @property
-    def conclusion_verdict(self) -> str:
-        """The conclusion's verdict: the verdict itself (a file written before the verdict had
-        two parts has no conclusion; its verdict is the rule over the regions that matter)."""
-        return self.verdict
-
-    @property
     def conclusion_distinguishable(self) -> bool:
         """Each of the conclusion's regions has an interval that excludes zero."""
         c = self.conclusion
@@ -402,13 +396,11 @@ def stream_stability(
     share = float(np.mean([f[0] == "stable" for f in figures]))
     # the conclusion: over every resample (the conclusion's regions and signs are the
     # explanation's own, the same in every group)
-    conc, signs, agree = conclusion_of(own, median.matter, coefs)
-    dist = (np.asarray(median.ci_low) > 0) | (np.asarray(median.ci_high) < 0)
+    conc, signs, agree = conclusion_of(own, matter, coefs)
     v = conclusion_verdict(agree, bool(dist[conc].all())) if len(conc) else "unstable"
-    group = coefs[mid * repeats : (mid + 1) * repeats]
-    flipped = [i for i in median.matter if not np.all(np.sign(group[:, i]) == np.sign(group[0, i]))]
+    flipped = figures[mid][4]  # the median group's regions that change sign
     reason = explain_verdict(
-        v, len(coefs), median.matter, dist, median.matter_kendall_w, median.matter_topk,
+        v, len(coefs), matter.tolist(), dist, median.matter_kendall_w, median.matter_topk,
         flipped, "stream", conclusion=conc.tolist(), agreement=agree, detail=median.detail,
         signs=signs.tolist(),
     )  # fmt: skip
