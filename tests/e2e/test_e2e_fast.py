@@ -128,11 +128,13 @@ def test_the_live_result_refines_during_one_explain_then_the_final_verdict_appea
     assert all(c <= 2000 for c in counts) and counts[0] < 2000, counts
     assert len({seen[c].shape for c in counts}) == 1
     # the weights changed while it ran: the tinted picture differs between two of its steps.
-    # Not "the first differs from the last": the top regions can change and change back (on
-    # some CPUs this image's first and last live pictures are nearly the same while the steps
-    # between differ)
+    # A region's tint is proportional to its weight (render.weight_overlay), and the same pixels
+    # encode to the same bytes, so a picture drawn again from new weights differs, and a frozen
+    # one does not. How much it differs is not asserted: whether a region enters or leaves the top 5
+    # during the run (a change of 40 or more) is not the same in every run; one full-suite run
+    # of this test saw changes of 5 to 7 only, between all of its 7 steps, the others over 40
     changes = {(a, b): int(np.abs(seen[a] - seen[b]).max()) for a, b in combinations(counts, 2)}
-    assert max(changes.values()) > 40, changes
+    assert max(changes.values()) > 0, changes
     explained(timeout=180_000)
     expect(
         page.get_by_text(re.compile(r"^Explained \d+ regions.* with 2000 samples"))

@@ -15,7 +15,17 @@ import re
 import numpy as np
 import pytest
 from conftest import start_app, stop_app
-from e2e_helpers import choose, click, explain, goto, open_app, pick_sample, shot, track
+from e2e_helpers import (
+    choose,
+    click,
+    explain,
+    goto,
+    open_app,
+    pick_sample,
+    rerun,
+    shot,
+    track,
+)
 from playwright.sync_api import expect
 
 import limecraft_core as lc
@@ -59,18 +69,28 @@ def engine_top5(name: str) -> list[str]:
 
 def one_class(page) -> None:
     """Explain's Settings (an expander: no rerun), then "one class": the class picker appears.
-    The expander is opened again if a late rerun closed it before the click."""
-    one = page.get_by_role("radiogroup", name="Classes").get_by_text("one class", exact=True)
+    The expander is opened again if a late rerun closed it before the click, and the option
+    is clicked again until it is chosen: one full-suite run lost a click (no rerun request
+    was sent, the radio stayed as it was), which left the run wait nothing to wait for."""
+    group = page.get_by_role("radiogroup", name="Classes")
+    one = group.get_by_text("one class", exact=True)
+    chosen = group.get_by_role("radio", name="one class", exact=True)
     head = page.locator("[data-testid='stExpander'] summary").filter(has_text="Settings").first
-    for _ in range(3):
-        if head.get_attribute("aria-expanded") != "true":
-            head.click()
-        try:
-            expect(one).to_be_visible(timeout=10_000)
-            break
-        except AssertionError:
-            continue
-    click(page, one)
+
+    def choose_one() -> None:
+        for _ in range(3):
+            if head.get_attribute("aria-expanded") != "true":
+                head.click()
+            try:
+                expect(one).to_be_visible(timeout=10_000)
+                one.click()
+                expect(chosen).to_be_checked(timeout=10_000)
+                return
+            except AssertionError:
+                continue
+        expect(chosen).to_be_checked()
+
+    rerun(page, choose_one, what='choosing "one class"')
     expect(combobox(page, "Class")).to_be_visible()
 
 
