@@ -3,13 +3,12 @@
 Opens on a demo image with the demo model; the Explain page's button works at once.
 """
 
-import logging
-import os
-from urllib.parse import urlsplit
+from limecraft_core.threads import set_thread_policy
 
-# Busy-waiting OpenMP threads cost ~8 ms per torch op on small, throttled machines
-# (see README, Performance). Must be set before torch starts its thread pool.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
+
+import logging
+from urllib.parse import urlsplit
 
 import streamlit as st
 

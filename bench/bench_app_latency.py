@@ -9,23 +9,23 @@ value, so no cache answers it. Budget: 0.5 s per interaction (Explain excepted).
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import argparse
-import json
-import statistics
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
 
 BUDGET_S = 0.5
 

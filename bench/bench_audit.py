@@ -27,8 +27,15 @@ Writes bench/results/audit.json and audit.md, and prints the Markdown.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 os.environ.setdefault("LIMECRAFT_CPU_BF16", "0")  # fp32 everywhere: the variants compare alike
 
 import argparse
@@ -36,21 +43,17 @@ import contextlib
 import io
 import json
 import platform
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from limecraft.cli import main as cli  # noqa: E402
-from limecraft_core import Explanation  # noqa: E402
-from models.demo_data import write_demo_mixed  # noqa: E402
+from limecraft.cli import main as cli
+from limecraft_core import Explanation
+from models.demo_data import write_demo_mixed
 
 #: Seeds never used to train the demo model (models/train_demo.py uses 20_240_601/2).
 ACCEPTANCE_SEED = 515_151

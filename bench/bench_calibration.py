@@ -49,28 +49,30 @@ to print only).
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 os.environ.setdefault("LIMECRAFT_CPU_BF16", "0")  # the reference is fp32; so is the default here
 
 import argparse
 import hashlib
 import json
 import platform
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import limecraft_core as lc  # noqa: E402
-from limecraft_core import trust  # noqa: E402
+import limecraft_core as lc
+from limecraft_core import trust
 
 RESULTS = ROOT / "bench" / "results"
 REFS = RESULTS / "calibration_refs"

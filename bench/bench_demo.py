@@ -14,24 +14,25 @@ class:
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from limecraft_core import explain  # noqa: E402
-from models import demo  # noqa: E402
-from models.registry import load_classifier  # noqa: E402
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from limecraft_core import explain
+from models import demo
+from models.registry import load_classifier
 
 
 def main() -> None:

@@ -10,27 +10,27 @@ used. Each timing is the median of --repeats runs.
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-# Busy-waiting OpenMP threads cost ~8 ms per torch op on these throttled 2-core machines;
-# passive waiting removes that for both tools alike (see README, Performance).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import contextlib
 import io
 import json
 import statistics
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 from skimage import data, transform
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import limecraft_core as lc
 

@@ -39,19 +39,24 @@ Writes bench/results/fast.json and bench/results/fast.md.
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import contextlib
 import json
+import os
 import platform
-import sys
 import tempfile
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,16 +64,13 @@ import torch
 from scipy.stats import spearmanr
 from skimage import data
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import limecraft_core as lc  # noqa: E402
-from limecraft_core import _stages as stages  # noqa: E402
-from limecraft_core import trust  # noqa: E402
-from limecraft_core._validate import as_float_image  # noqa: E402
-from limecraft_core.classifier import cpu_has_native_bf16  # noqa: E402
-from limecraft_core.surrogate import cosine_distance, fit_ridge, make_kernel  # noqa: E402
-from models.registry import load_classifier  # noqa: E402
+import limecraft_core as lc
+from limecraft_core import _stages as stages
+from limecraft_core import trust
+from limecraft_core._validate import as_float_image
+from limecraft_core.classifier import cpu_has_native_bf16
+from limecraft_core.surrogate import cosine_distance, fit_ridge, make_kernel
+from models.registry import load_classifier
 
 ARCHS = ("resnet50", "convnext_tiny")
 IMAGES = ("chelsea", "astronaut", "coffee")

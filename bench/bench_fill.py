@@ -20,26 +20,27 @@
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy import ndimage as ndi
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from limecraft_core import Classifier, compose_regions, explain, perturbed_images  # noqa: E402
-from models import zoo  # noqa: E402
+from limecraft_core import Classifier, compose_regions, explain, perturbed_images
+from models import zoo
 
 FILLS = ("mean", "inpaint-each", "inpaint")
 

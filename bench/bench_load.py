@@ -19,29 +19,30 @@ in the one server process the benchmark stands for.
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import contextlib
 import json
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import streamlit.testing.v1.app_test as _app_test  # noqa: E402
-from streamlit.runtime import Runtime  # noqa: E402
-from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
-from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
+import streamlit.testing.v1.app_test as _app_test
+from streamlit.runtime import Runtime
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.testing.v1 import AppTest
 
 APP = str(ROOT / "app.py")
 

@@ -26,32 +26,33 @@ with ``faithfulness=False`` and no expected area, then with ``faithfulness=True`
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import contextlib
 import functools
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from limecraft_core import Classifier, explain, segment  # noqa: E402
-from limecraft_core import _stages as stages  # noqa: E402
-from limecraft_core import trust as M  # noqa: E402
-from limecraft_core._stages import checks as stage_checks  # noqa: E402
-from models import demo, zoo  # noqa: E402
-from models.registry import load_classifier  # noqa: E402
-from models.samples import load_sample  # noqa: E402
+from limecraft_core import Classifier, explain, segment
+from limecraft_core import _stages as stages
+from limecraft_core import trust as M
+from limecraft_core._stages import checks as stage_checks
+from models import demo, zoo
+from models.registry import load_classifier
+from models.samples import load_sample
 
 PURE = ["irof", "faithfulness_correlation", "sparseness", "localise"]
 ROWS = [

@@ -16,28 +16,29 @@ largest weight: a random-weight model's probabilities are nearly flat, so its we
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 import torchvision.models as tvm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from limecraft_core import Classifier, explain  # noqa: E402
-from models.registry import load_classifier  # noqa: E402
+from limecraft_core import Classifier, explain
+from models.registry import load_classifier
 
 
 def _photo(size: int) -> np.ndarray:

@@ -20,35 +20,37 @@ Writes bench/results/ray.json and prints a Markdown table.
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import json
+import os
 import platform
 import secrets
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from limecraft_core import explain, segment  # noqa: E402
-from models import demo  # noqa: E402
-from models.registry import load_classifier  # noqa: E402
-from serving.remote import RemoteConfig, RemoteScorer  # noqa: E402
+from limecraft_core import explain, segment
+from models import demo
+from models.registry import load_classifier
+from serving.remote import RemoteConfig, RemoteScorer
 
 
 def _free_port() -> int:

@@ -22,26 +22,27 @@
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import argparse
-import json
-import statistics
 import sys
-import time
 from pathlib import Path
-
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from limecraft_core import Classifier, explain, segment  # noqa: E402
-from models import demo, zoo  # noqa: E402
-from models.registry import load_classifier  # noqa: E402
-from models.samples import load_sample  # noqa: E402
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from limecraft_core import Classifier, explain, segment
+from models import demo, zoo
+from models.registry import load_classifier
+from models.samples import load_sample
 
 SCHEMES = ["bernoulli", "stratified", "antithetic", "glime"]
 DEMO_SIZES = [20, 30, 50, 100, 200, 400]

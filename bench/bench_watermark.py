@@ -24,27 +24,29 @@ efficientnet_lite0 runs in ONNX Runtime).
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import argparse
-import csv
-import json
-import platform
-import re
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
-from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from limecraft_core import LimecraftError  # noqa: E402
-from limecraft_core.edits.watermark import add_watermark  # noqa: E402
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import time
+
+import numpy as np
+from PIL import Image
+
+from limecraft_core import LimecraftError
+from limecraft_core.edits.watermark import add_watermark
 
 CARTON = 478
 SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")

@@ -25,23 +25,26 @@ bench/README.md between its ``results`` markers.
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-# Busy-waiting OpenMP threads cost ~8 ms per torch op on these throttled 2-core machines;
-# passive waiting removes that for every tool alike (see README, Performance).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import contextlib
 import io
 import json
+import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,10 +53,7 @@ import torch.nn.functional as F
 from scipy.stats import spearmanr
 from skimage import data, transform
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import limecraft_core as lc  # noqa: E402
+import limecraft_core as lc
 
 MODELS = ("free", "demo", "resnet18", "resnet50")
 PARTS = ("models", "segmentation", "memory", "app")

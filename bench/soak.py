@@ -34,33 +34,34 @@ Prints a summary and writes bench/results/soak.json.
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import ctypes
 import gc
 import hashlib
 import json
-import sys
+import os
 import threading
 import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-import limecraft_core as lc  # noqa: E402
-from models.samples import load_sample, sample_names  # noqa: E402
+import limecraft_core as lc
+from models.samples import load_sample, sample_names
 
 FAIL_EVERY = 10  # one batch call in ten fails
 

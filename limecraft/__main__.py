@@ -1,11 +1,10 @@
 """``python -m limecraft``, and the ``limecraft`` command (``run``); see :mod:`limecraft.cli`."""
 
-import os
 import sys
 
-# Busy-waiting OpenMP threads cost ~8 ms per torch op on small, throttled machines; waiting
-# passively costs nothing measurable elsewhere. Must be set before torch starts its pool.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 
 def run() -> int:

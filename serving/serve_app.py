@@ -20,15 +20,15 @@ autoscaling. Deploy on a running cluster::
 
 from __future__ import annotations
 
-import os
+from limecraft_core.threads import set_thread_policy
 
-# Before torch starts its thread pool (see limecraft/__main__.py).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import asyncio
 import io
 import json
+import os
 import sys
 import threading
 from collections import OrderedDict

@@ -2,8 +2,9 @@
 
 import os
 
-# Before torch is imported anywhere: see limecraft/__main__.py for why.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch is imported anywhere (limecraft_core/threads.py)
 # Never try to download weights from a test.
 os.environ["LIMECRAFT_OFFLINE"] = "1"
 # The app opens on a photo with the real ImageNet model (efficientnet_lite0). Most app tests
@@ -35,9 +36,9 @@ os.environ["HF_HOME"] = os.path.join(_CACHES, "huggingface")
 os.environ.pop("HF_HUB_CACHE", None)
 os.environ.pop("HUGGINGFACE_HUB_CACHE", None)
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from hypothesis import settings as hypothesis_settings  # noqa: E402
+import numpy as np
+import pytest
+from hypothesis import settings as hypothesis_settings
 
 # In CI, Hypothesis draws the same examples every run (and keeps no example database), so a
 # property test fails for its property, not for the day's random draw. `pytest` elsewhere keeps
@@ -149,12 +150,12 @@ def photo() -> np.ndarray:
 
 # ----------------------------------------------------------------------------- browser tests
 
-import socket  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import urllib.request  # noqa: E402
-from pathlib import Path  # noqa: E402
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

@@ -40,7 +40,6 @@ def result(tmp_path_factory):
     args += ["--sessions", str(SESSIONS), "--app-sessions", "1", "--app-rounds", str(APP_ROUNDS)]
     args += ["--max-rss-growth", "16", "--hang-timeout", "300", "--out", str(out)]
     env = {**os.environ, "MALLOC_ARENA_MAX": "1"}
-    env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "soak.py"), *args],
         capture_output=True,
