@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import io
 import json
 import platform
-import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -24,6 +22,7 @@ from . import __version__
 from ._validate import MAX_PIXELS, LimecraftError
 from .config import ExplainConfig
 from .config import fields as setting_fields
+from .io.npz import encode_npz, load_npz, npz_members
 from .trust import TrustResults
 
 __all__ = ["JSON_FORMAT", "JSON_VERSION", "Explanation", "RunInfo"]
@@ -113,9 +112,7 @@ def _plain_json(v: Any, depth: int = 0) -> Any:
 
 
 def _encode_array(a: np.ndarray) -> dict[str, Any]:
-    buf = io.BytesIO()
-    np.savez_compressed(buf, a=a)
-    return {"encoding": "npz-base64", "data": base64.b64encode(buf.getvalue()).decode("ascii")}
+    return {"encoding": "npz-base64", "data": base64.b64encode(encode_npz({"a": a})).decode()}
 
 
 def _decode_array(d: Any) -> np.ndarray:
@@ -126,21 +123,15 @@ def _decode_array(d: Any) -> np.ndarray:
     ):
         raise LimecraftError("explanation JSON: 'segments' must be {encoding: npz-base64, data}")
     try:
-        raw = io.BytesIO(base64.b64decode(d["data"], validate=True))
+        raw = base64.b64decode(d["data"], validate=True)
         # Read the array's header before inflating it: a few KB of zeros can inflate to GBs.
-        with zipfile.ZipFile(raw) as zf, zf.open("a.npy") as f:
-            fmt = np.lib.format
-            version = fmt.read_magic(f)
-            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, _, dtype = read(f)
-        if len(shape) != 2 or int(np.prod(shape)) > MAX_PIXELS or dtype.kind not in "iu":
+        (a,) = npz_members(raw)
+        if a.name != "a" or len(a.shape) != 2 or a.pixels > MAX_PIXELS or a.dtype.kind not in "iu":
             raise LimecraftError(
                 f"explanation JSON: 'segments' must be a 2-D integer label map of at most "
-                f"{MAX_PIXELS:,} pixels; it is {dtype} of shape {tuple(shape)}"
+                f"{MAX_PIXELS:,} pixels; it is {a.dtype} of shape {a.shape}"
             )
-        raw.seek(0)
-        with np.load(raw, allow_pickle=False) as z:
-            return z["a"]
+        return load_npz(raw)["a"]
     except LimecraftError:
         raise
     except Exception as e:

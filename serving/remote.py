@@ -38,7 +38,6 @@ import logging
 import os
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ import torch.nn.functional as F
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
 from limecraft_core._validate import check_choice, check_int
 from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
+from limecraft_core.io.npz import encode_npz, load_npz, npz_members
 from models import registry
 
 __all__ = [
@@ -201,9 +201,7 @@ def scene_key(image: np.ndarray, fill: np.ndarray, labels: np.ndarray) -> str:
 
 def encode_arrays(arrays: Mapping[str, np.ndarray], *, compress: bool = False) -> bytes:
     """An ``.npz`` body (no pickles)."""
-    buf = io.BytesIO()
-    (np.savez_compressed if compress else np.savez)(buf, **arrays)
-    return buf.getvalue()
+    return encode_npz(arrays, compress=compress)
 
 
 def decode_arrays(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> dict[str, np.ndarray]:
@@ -215,15 +213,11 @@ def decode_arrays(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> dict[str, np.
         If the body is not an ``.npz`` of plain arrays, or too large.
     """
     try:
-        with zipfile.ZipFile(io.BytesIO(body)) as z:
-            size = sum(i.file_size for i in z.infolist())
+        size = sum(m.size for m in npz_members(body))
         if size > max_bytes:
             raise LimecraftError(f"request of {size} bytes is larger than {max_bytes}")
-        with np.load(io.BytesIO(body), allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (zipfile.BadZipFile, ValueError, OSError) as e:
-        if isinstance(e, LimecraftError):
-            raise
+        return load_npz(body)
+    except ValueError as e:
         raise LimecraftError(f"request body is not a valid .npz of plain arrays: {e}") from None
 
 
@@ -482,7 +476,9 @@ class RemoteScorer:
             raise _Unavailable("the replica lost the scene it was just sent") from None
         try:
             out = np.load(io.BytesIO(data), allow_pickle=False)
-        except ValueError:
+        except (ValueError, OSError, EOFError):
+            raise _Unavailable("the replica's answer is not an array") from None
+        if not isinstance(out, np.ndarray):
             raise _Unavailable("the replica's answer is not an array") from None
         return out
 

@@ -7,7 +7,10 @@
 - :mod:`.audit_folder`: a dataset audit's folder, as the command line and the app both write
   and read it (``AuditFolder``, ``load_audit``, ``list_images``, ``unpack_zip``);
 - :mod:`.audit_report`: the audit's HTML page and CSV;
-- :mod:`.system`: what the machine says about itself (the CPU's features).
+- :mod:`.system`: what the machine says about itself (the CPU's features);
+- :mod:`.npz`: arrays as ``.npz`` bytes and back, the one decoder for arrays that someone else
+  wrote (an explanation's label map, the app's saved masks, Ray Serve's wire): headers first,
+  no pickles.
 
 The HTML templates are in ``templates/``. Only :mod:`.images` is imported with the package: the
 reports and the audit folder import the engine's heavier parts, so they load when named.

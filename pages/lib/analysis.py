@@ -14,11 +14,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import secrets
-import zipfile
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -30,6 +28,7 @@ from limecraft_core.classifier import NORMALIZATIONS
 from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image, encode_png
+from limecraft_core.io.npz import encode_npz, load_npz, npz_members
 from limecraft_core.limits import LIMITS
 from models import registry
 
@@ -566,9 +565,7 @@ def _b64_png(image: np.ndarray) -> str:
 
 
 def _npz(a: np.ndarray) -> str:
-    buf = io.BytesIO()
-    np.savez_compressed(buf, a=a)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return base64.b64encode(encode_npz({"a": a})).decode("ascii")
 
 
 def _ex(ex: lc.Explanation | None) -> dict | None:
@@ -695,17 +692,12 @@ def _image(v: Any, what: str) -> np.ndarray:
 def _array(v: Any, what: str, shape: tuple[int, int] | None, kinds: str) -> np.ndarray:
     """A 2-D array from base64 npz, its header checked before it is inflated."""
     try:
-        raw = io.BytesIO(base64.b64decode(_text(v, what, 4 * MAX_JSON_BYTES), validate=True))
-        with zipfile.ZipFile(raw) as zf, zf.open("a.npy") as f:
-            fmt = np.lib.format
-            version = fmt.read_magic(f)
-            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            got, _, dtype = read(f)
-        if len(got) != 2 or int(np.prod(got)) > MAX_PIXELS or dtype.kind not in kinds:
+        raw = base64.b64decode(_text(v, what, 4 * MAX_JSON_BYTES), validate=True)
+        # the header before the data: a few KB of zeros can inflate to GBs
+        (a,) = npz_members(raw)
+        if a.name != "a" or len(a.shape) != 2 or a.pixels > MAX_PIXELS or a.dtype.kind not in kinds:
             raise _fail(f"{what} must be a 2-D map of at most {MAX_PIXELS:,} pixels")
-        raw.seek(0)
-        with np.load(raw, allow_pickle=False) as z:
-            arr = z["a"]
+        arr = load_npz(raw)["a"]
     except lc.LimecraftError:
         raise
     except Exception as e:
