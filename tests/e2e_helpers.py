@@ -383,6 +383,21 @@ def shot(page: Page, name: str, *, tall: bool = False) -> None:
     page.set_viewport_size(size)
 
 
+def open_expander(page: Page, label: str):
+    """Open the expander titled ``label`` (a click on its title: no rerun) unless it is open
+    already, and return its content. Whether it is open is read from the page (its content is
+    ``inert`` while it is closed), never assumed: a click on an open expander closes it, and a
+    rerun that sends the expander again can close it."""
+    box = page.locator("[data-testid='stExpander']").filter(
+        has=page.locator("summary", has_text=label)
+    )
+    content = box.first.locator("[data-testid='stExpanderDetails']").first
+    if content.get_attribute("inert") is not None:
+        box.first.locator("summary").first.click()
+    poll(page, lambda: True if content.get_attribute("inert") is None else None, what=label)
+    return content
+
+
 def early_stop_off(page: Page) -> None:
     """Explain's Settings (open): untick Early stop, so that every sample is scored."""
     stop = page.get_by_role("checkbox", name="Early stop", exact=True)

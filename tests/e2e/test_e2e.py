@@ -16,6 +16,7 @@ from e2e_helpers import (
     enter,
     goto,
     open_app,
+    open_expander,
     rerun,
     start,
 )
@@ -126,7 +127,7 @@ def test_the_whole_analyst_flow(page, app_url):
 
 def test_explain_shows_progress_and_can_be_cancelled(page, app_url, gate):
     open_app(page, app_url, height=HEIGHT)
-    page.get_by_text("Settings").click()  # an expander: no rerun
+    open_expander(page, "Settings")
     samples = page.get_by_role("spinbutton", name="Samples", exact=True)
     enter(page, samples, 20000)
     early_stop_off(page)  # the demo image would be stable after a few hundred samples

@@ -19,6 +19,7 @@ from e2e_helpers import (
     enter,
     images_loaded,
     open_app,
+    open_expander,
     pick_sample,
     poll,
     start,
@@ -50,7 +51,7 @@ def shot(page, name: str) -> None:
 
 def settings(page, samples: int) -> None:
     """Settings: the sample count, with early stop off."""
-    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    open_expander(page, "Settings")
     box = page.get_by_role("spinbutton", name="Samples", exact=True)
     enter(page, box, samples)
     early_stop_off(page)
@@ -177,8 +178,7 @@ def test_stop_here_keeps_the_result_so_far_without_scoring_it_again(page, app_ur
     expect(page.get_by_text(re.compile(r"over 40 resamples of one sample")).first).to_be_visible()
     # the settings keep what the analyst asked for; the result records what ran
     box = page.get_by_role("spinbutton", name="Samples", exact=True)
-    if not box.is_visible():  # the Settings expander closed
-        page.get_by_text("Settings").first.click()
+    open_expander(page, "Settings")  # in case a rerun closed it
     expect(box).to_have_value("4000")
     shot(page, "fast-4-stopped-here")
     # changing their mind: a little more. Only the new samples are scored (the deltas too are

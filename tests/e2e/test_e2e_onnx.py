@@ -17,6 +17,7 @@ from e2e_helpers import (
     explain,
     goto,
     open_app,
+    open_expander,
     pick,
     upload,
     uploader,
@@ -98,7 +99,7 @@ def test_a_keras_style_onnx_model_with_metadata_labels_end_to_end(page, app_url,
     shot(page, "onnx-model-1400")
 
     # 2. explain with a few samples
-    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    open_expander(page, "Settings")
     enter(page, page.get_by_role("spinbutton", name="Samples"), 60, key="Tab")
     explain(page)
     expect(page.get_by_text(re.compile(rf"^{LABEL} · model output")).first).to_be_visible()

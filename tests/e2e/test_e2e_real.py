@@ -21,11 +21,13 @@ from e2e_helpers import (
     explain,
     goto,
     open_app,
+    open_expander,
     pick_sample,
     rerun,
     shot,
     track,
 )
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 import limecraft_core as lc
@@ -69,24 +71,21 @@ def engine_top5(name: str) -> list[str]:
 
 def one_class(page) -> None:
     """Explain's Settings (an expander: no rerun), then "one class": the class picker appears.
-    The expander is opened again if a late rerun closed it before the click, and the option
-    is clicked again until it is chosen: one full-suite run lost a click (no rerun request
-    was sent, the radio stayed as it was), which left the run wait nothing to wait for."""
+    The expander is opened again if a rerun closed it before the click, and the option is
+    clicked again until it is chosen. Two full-suite runs failed here: one click sent no rerun
+    request, and another met the options inert (the expander closed under it)."""
     group = page.get_by_role("radiogroup", name="Classes")
     one = group.get_by_text("one class", exact=True)
     chosen = group.get_by_role("radio", name="one class", exact=True)
-    head = page.locator("[data-testid='stExpander'] summary").filter(has_text="Settings").first
 
     def choose_one() -> None:
         for _ in range(3):
-            if head.get_attribute("aria-expanded") != "true":
-                head.click()
+            open_expander(page, "Settings")
             try:
-                expect(one).to_be_visible(timeout=10_000)
-                one.click()
+                one.click(timeout=10_000)
                 expect(chosen).to_be_checked(timeout=10_000)
                 return
-            except AssertionError:
+            except (AssertionError, PlaywrightTimeoutError):
                 continue
         expect(chosen).to_be_checked()
 

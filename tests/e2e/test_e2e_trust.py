@@ -23,6 +23,7 @@ from e2e_helpers import (
     explain,
     goto,
     open_app,
+    open_expander,
     pick_sample,
     rerun,
     upload,
@@ -49,7 +50,7 @@ def shape_area(sample) -> np.ndarray:
 
 
 def set_samples(page, n: int) -> None:
-    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    open_expander(page, "Settings")
     enter(page, page.get_by_role("spinbutton", name="Samples").first, n, key="Tab")
 
 

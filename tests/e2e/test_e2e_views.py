@@ -27,6 +27,7 @@ from e2e_helpers import (
     goto,
     images_loaded,
     open_app,
+    open_expander,
     pick,
     pick_sample,
     rerun,
@@ -327,7 +328,7 @@ def test_your_own_model_keeps_its_name_and_labels_everywhere(page, app_url, tmp_
     expect(top).to_have_count(5)
     expect(side.get_by_text(re.compile(r"^class \d+ · "))).to_have_count(0)
     # and so do the results and the class box
-    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    open_expander(page, "Settings")
     enter(page, page.get_by_role("spinbutton", name="Samples"), 60, key="Tab")
     explain(page)
     shot(page, "own-model-1400")
@@ -369,7 +370,7 @@ def test_a_6000_by_4000_gradient_segments_explains_and_says_what_it_does(page, a
     expect(
         page.get_by_text(re.compile(rf"^{n} regions \(0 handcrafted, slic")).first
     ).to_be_visible()
-    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    open_expander(page, "Settings")
     # (here that rerun folds the Settings away; the result line shows the value was taken)
     enter(page, page.get_by_role("spinbutton", name="Samples"), 100, key="Tab", shown=False)
     explain(page)
@@ -470,7 +471,7 @@ def test_the_report_opens_with_its_conclusion_and_shows_the_edits(page, app_url,
     pick_sample(page, "demo-conflict-1")
     add_the_tag(page)
     goto(page, "Explain")
-    page.get_by_text("Settings").first.click()  # an expander: no rerun
+    open_expander(page, "Settings")
     enter(page, page.get_by_role("spinbutton", name="Repeats"), 3, key="Tab")
     explain(page)
     remove_the_tag(page)
