@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import platform
 from dataclasses import asdict, dataclass, field, fields
@@ -78,6 +79,13 @@ class RunInfo:
 
 
 def _versions() -> dict[str, str]:
+    return dict(_installed())
+
+
+@functools.cache
+def _installed() -> tuple[tuple[str, str], ...]:
+    """The versions a result records, read once per process (5 ms of package metadata that
+    every explanation paid)."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"limecraft": __version__, "python": platform.python_version()}
@@ -86,7 +94,7 @@ def _versions() -> dict[str, str]:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
             out[pkg] = "not installed"
-    return out
+    return tuple(out.items())
 
 
 def _nullable(a: np.ndarray) -> list[float | None]:

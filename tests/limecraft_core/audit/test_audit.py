@@ -258,12 +258,15 @@ def test_run_audit_reports_every_image_and_a_bad_one_does_not_stop_it():
 
 def test_run_audit_cancel_stops_the_images_in_flight():
     class Counted(torch.nn.Module):
-        def __init__(self):
+        def __init__(self, gate: threading.Event | None = None):
             super().__init__()
             self.calls = 0
             self.lock = threading.Lock()
+            self.gate = gate
 
         def forward(self, x):
+            if self.gate is not None:  # held until the caller's tick has run once
+                assert self.gate.wait(timeout=60), "the caller's tick never ran"
             with self.lock:
                 self.calls += 1
             time.sleep(0.01)  # the images in flight overlap; no timing is asserted
@@ -275,9 +278,16 @@ def test_run_audit_cancel_stops_the_images_in_flight():
     run_audit(_items(1), Classifier(one, device="cpu"), config, lambda o: None, in_flight=1)
     assert one.calls > 2
 
-    model = Counted()
+    # the model waits for the first tick, so the run must wait (and tick) before an image can
+    # finish, however fast the machine: the first image once finished within one poll
+    ticked = threading.Event()
+    model = Counted(ticked)
     got, ticks = [], []
     stop = threading.Event()
+
+    def tick():
+        ticks.append(1)
+        ticked.set()
 
     def on_result(o):
         got.append(o)
@@ -286,7 +296,7 @@ def test_run_audit_cancel_stops_the_images_in_flight():
     with pytest.raises(Cancelled):
         run_audit(
             _items(8), Classifier(model, device="cpu"), config, on_result, in_flight=2,
-            cancel=stop.is_set, tick=lambda: ticks.append(1), poll_s=0.05,
+            cancel=stop.is_set, tick=tick, poll_s=0.05,
         )  # fmt: skip
     assert 1 <= len(got) <= 2  # nothing after the cancel is reported ...
     # ... no image starts after it: the model saw at most the two images that were in flight
