@@ -62,9 +62,13 @@ def pytest_collection_modifyitems(config, items):
     precision="auto" with native bf16 injected). That can leave oneDNN in a state that moves a
     later fp32 result by an ulp, so they run last in their process, where no later test can see
     it. The sort is stable: every other test keeps its order. Under pytest-xdist the browser
-    tests also come first, as the longest unit of work (see :func:`pytest_xdist_make_scheduler`)."""
+    tests also come first, as the longest unit of work (see :func:`pytest_xdist_make_scheduler`),
+    then the files with a slow test, then the rest: the long units start early, and the short
+    ones fill in at the end, so that neither process is left with a long unit after the other
+    has finished."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: (_bf16(item), not _browser(item)))
+        slow = {i.nodeid.split("::")[0] for i in items if i.get_closest_marker("slow")}
+        items.sort(key=lambda i: (_bf16(i), not _browser(i), i.nodeid.split("::")[0] not in slow))
     else:
         items.sort(key=_bf16)
 

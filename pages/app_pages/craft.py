@@ -165,23 +165,43 @@ def upload_masks(s: state.AppState) -> None:
         type=["png"],
         key="mask_upload",
     )
-    if up is not None and st.button("Add the mask's regions", key="add_mask"):
-        try:
-            lab = decode_mask(up.getvalue(), f"'{up.name}'")
-            masks = lc.masks_from_label_image(lab)
-            if lab.shape != s.image.shape[:2]:
-                raise lc.LimecraftError(
-                    f"the mask is {lab.shape[1]}x{lab.shape[0]} but the image is "
-                    f"{s.image.shape[1]}x{s.image.shape[0]}; a mask must have the image's size"
-                )
-            if not masks:
-                raise lc.LimecraftError("the mask has no non-zero pixels, so no region")
-            for m in masks:
-                A.add_region(s, m, f"{up.name} {len(s.hand) + 1}")
-        except lc.LimecraftError as e:
-            display.error(f"That mask was not used: {e}")
+    if up is None:
+        return
+    try:
+        masks, problem = _mask_regions(s, up.getvalue(), up.name), None
+    except lc.LimecraftError as e:
+        masks, problem = [], e
+    added = [m for m in masks if any(np.array_equal(m, h.mask) for h in s.hand)]
+    if masks and len(added) == len(masks):  # this file's regions are in the list already
+        n = len(masks)
+        what = f"The {n} regions of" if n > 1 else "The region of"
+        st.caption(
+            f":material/check: {what} '{display.md(up.name)}' {'are' if n > 1 else 'is'} in "
+            "the list below. Upload another mask to add more."
+        )
+        return
+    if st.button("Add the mask's regions", key="add_mask"):
+        if problem is not None:
+            display.error(f"That mask was not used: {problem}")
             return
+        for m in masks:
+            if not any(m is a for a in added):
+                A.add_region(s, m, f"{up.name} {len(s.hand) + 1}")
         st.rerun()
+
+
+def _mask_regions(s: state.AppState, data: bytes, name: str) -> list[np.ndarray]:
+    """The regions of an uploaded mask file, or a LimecraftError that says what is wrong."""
+    lab = decode_mask(data, f"'{name}'")
+    masks = lc.masks_from_label_image(lab)
+    if lab.shape != s.image.shape[:2]:
+        raise lc.LimecraftError(
+            f"the mask is {lab.shape[1]}x{lab.shape[0]} but the image is "
+            f"{s.image.shape[1]}x{s.image.shape[0]}; a mask must have the image's size"
+        )
+    if not masks:
+        raise lc.LimecraftError("the mask has no non-zero pixels, so no region")
+    return masks
 
 
 def demo_walkthrough(s: state.AppState) -> None:

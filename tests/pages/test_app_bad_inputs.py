@@ -137,6 +137,31 @@ def test_app_bad_mask_upload_is_an_in_page_error(at, case, make, match):
     assert not at.exception and len(app_state(at).hand) == 2
 
 
+def test_a_mask_file_is_added_once_and_its_button_says_so(at):
+    """The mask's button adds its regions once: then it gives way to a line that says they are
+    in the list, and comes back when one of them is removed (it adds only that one)."""
+    s = app_state(at)
+    at.switch_page(CRAFT).run()
+    two = np.zeros(s.image.shape[:2], np.uint8)
+    two[5:20, 5:20], two[30:45, 30:45] = 1, 2
+    at.file_uploader(key="mask_upload").set_value(
+        ("two.png", encode(Image.fromarray(two)), "image/png")
+    ).run()
+    assert not at.exception, at.exception
+    button(at, "Add the mask's regions").click().run()
+    assert [h.name for h in app_state(at).hand] == ["two.png 1", "two.png 2"]
+    assert not [b for b in at.button if b.label == "Add the mask's regions"]
+    said = [t for c in at.caption if "two.png" in (t := re.sub(r"\\(.)", r"\1", c.value))]
+    assert said and "The 2 regions of 'two.png' are in the list below" in said[0], said
+    at.run()  # another rerun adds nothing
+    assert len(app_state(at).hand) == 2
+    app_state(at).hand.pop(0)  # one removed: the button is back, for that one only
+    at.run()
+    button(at, "Add the mask's regions").click().run()
+    assert sorted(h.name for h in app_state(at).hand) == ["two.png 2", "two.png 2"]
+    assert not [b for b in at.button if b.label == "Add the mask's regions"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c, _ in JSON_BAD] + ["deep", "infinity", "wrong image"])
 def test_app_bad_restore_is_an_in_page_error(at, explanation_doc, case):
