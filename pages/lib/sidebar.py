@@ -108,8 +108,21 @@ def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._- " else "_" for c in base)[:100]
 
 
+def _model_upload_key() -> str:
+    """The model uploader's key: a new one after a refused file, so that the refused file is
+    not left in the picker (as for a refused image)."""
+    v = st.session_state.get("_model_upload_v", 0)
+    return "model_upload" if v == 0 else f"model_upload-{v}"
+
+
+def _refuse_model_file(why: str) -> None:
+    """The model file was not used: say why once, next to the button, and empty the picker."""
+    st.session_state["model_note"] = ("error", why)
+    st.session_state["_model_upload_v"] = st.session_state.get("_model_upload_v", 0) + 1
+
+
 def _model_upload(s: Analysis) -> None:
-    up = st.session_state.get("model_upload")
+    up = st.session_state.get(_model_upload_key())
     labels = st.session_state.get("labels_upload")
     st.session_state["model_note"] = None
     if up is None:
@@ -121,16 +134,22 @@ def _model_upload(s: Analysis) -> None:
     norm = st.session_state.get("model_normalize") or "none"
     suffix = os.path.splitext(up.name)[1].lower()
     if norm == A.PIXELS_0_255 and suffix != ".onnx":
+        # a setting to change, not a bad file: the file stays in the picker
         st.session_state["model_note"] = (
             "error",
             "The 0-255 pixel range is for .onnx files; choose none or imagenet for this model.",
         )
         return
-    if suffix not in (".onnx", ".pt2", ".pt", ".pth") or (suffix == ".pth" and arch is None):
+    if suffix == ".pth" and arch is None:  # the file may be good: it needs its architecture
         st.session_state["model_note"] = (
             "error",
+            "A state_dict (.pt or .pth) holds only weights: choose its architecture below.",
+        )
+        return
+    if suffix not in (".onnx", ".pt2", ".pt", ".pth"):
+        _refuse_model_file(
             "A model file must be an .onnx file, a .pt2 (torch.export) or TorchScript .pt file, "
-            "or a state_dict (.pt or .pth) with its architecture chosen below.",
+            "or a state_dict (.pt or .pth) with its architecture chosen below."
         )
         return
     data = up.getvalue()
@@ -158,7 +177,7 @@ def _model_upload(s: Analysis) -> None:
         why = str(e).replace(repr(path), f"'{up.name}'").replace(path, up.name)
         if arch is None and "state_dict" in why:
             why += ". If it is a state_dict, choose its architecture below"
-        st.session_state["model_note"] = ("error", f"That model was not used: {md(why)}")
+        _refuse_model_file(f"That model was not used: {md(why)}")
         if path != s.model_name:  # a refused file is not kept, nor its folder
             os.remove(path)
             with contextlib.suppress(OSError):
@@ -314,14 +333,15 @@ def sidebar(s: Analysis) -> None:
         )
         if st.session_state["model_pick"] != s.model_name:
             A.set_model(s, st.session_state["model_pick"], None)
-        note = st.session_state.get("model_note")
+        # said once, where the user acted: the next run (another page, another click) drops it
+        note = st.session_state.pop("model_note", None)
         # The expander's arguments stay the same on every run: a changed argument makes it a
         # new element, and the browser would drop the files already picked inside it.
         with st.expander("Upload your own model"):
             st.file_uploader(
                 "Model file (.onnx, .pt2, TorchScript .pt, or a state_dict)",
                 type=["onnx", "pt2", "pt", "pth"],
-                key="model_upload",
+                key=_model_upload_key(),
             )
             st.file_uploader("Labels (one class name per line)", type=["txt"], key="labels_upload")
             st.selectbox(

@@ -307,12 +307,17 @@ def test_your_own_model_keeps_its_name_and_labels_everywhere(page, app_url, tmp_
     text = err.inner_text()
     assert "broken.pt2" in text
     assert "/tmp" not in text and "limecraft-session" not in text and "--arch" not in text
+    # refused, as a refused image is: the picker is empty again, nothing left to press twice
+    side = page.locator("[data-testid='stSidebar']")
+    expect(side.get_by_text("broken.pt2", exact=True)).to_have_count(0)
     # the real model with its labels
     # one file after the other, as a person picks them: two pickers set within the same
     # millisecond raced the first upload's rerun and the second file was dropped (seen in CI)
-    side = page.locator("[data-testid='stSidebar']")
+    open_expander(page, "Upload your own model")
     upload(page, uploader(page, "Model file"), str(model), what="upload")
     expect(side.get_by_text("m.pt2", exact=True).first).to_be_visible()
+    # the refusal was said once, where the user acted: the next run does not carry it on
+    expect(page.get_by_text(re.compile("That model was not used"))).to_have_count(0)
     upload(page, uploader(page, "Labels"), str(labels), what="upload")
     expect(side.get_by_text("labels.txt").first).to_be_visible()
     click(page, page.get_by_role("button", name="Use this model"))

@@ -256,6 +256,24 @@ def test_app_bad_model_upload_is_an_in_page_error(at, bad_files, case, file, mat
     assert not at.exception
 
 
+@pytest.mark.slow
+def test_a_refused_model_file_leaves_the_picker_and_is_said_once(at, bad_files):
+    """As a refused image: the file is not left in the picker, and the message is said where
+    the user acted, not on every page after it."""
+    at.sidebar.file_uploader(key="model_upload").set_value(
+        ("junk.pt2", (bad_files / "junk.pt2").read_bytes(), "application/octet-stream")
+    )
+    at.run()
+    next(b for b in at.sidebar.button if b.label == "Use this model").click().run()
+    assert not at.exception, at.exception
+    assert "That model was not used" in errors(at), errors(at)
+    pickers = [u for u in at.sidebar.file_uploader if (u.key or "").startswith("model_upload")]
+    assert [u.key for u in pickers] == ["model_upload-1"]  # a new, empty picker
+    assert not pickers[0].value
+    at.switch_page(CRAFT).run()
+    assert not at.exception and "That model was not used" not in errors(at), errors(at)
+
+
 class _Flaky:
     """A model that fails on batches (not on the sidebar's single-image predictions)."""
 
