@@ -217,6 +217,8 @@ def decode_arrays(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> dict[str, np.
         if size > max_bytes:
             raise LimecraftError(f"request of {size} bytes is larger than {max_bytes}")
         return load_npz(body)
+    except LimecraftError:  # the size, said as it is (LimecraftError is a ValueError)
+        raise
     except ValueError as e:
         raise LimecraftError(f"request body is not a valid .npz of plain arrays: {e}") from None
 
@@ -477,9 +479,9 @@ class RemoteScorer:
         try:
             out = np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, OSError, EOFError):
-            raise _Unavailable("the replica's answer is not an array") from None
-        if not isinstance(out, np.ndarray):
-            raise _Unavailable("the replica's answer is not an array") from None
+            out = None
+        if not isinstance(out, np.ndarray):  # unreadable, or an archive rather than one array
+            raise _Unavailable("the replica's answer is not an array")
         return out
 
     def _score_chunk(

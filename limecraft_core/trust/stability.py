@@ -219,30 +219,13 @@ class Stability:
         return [i for i, h in enumerate(self.sign_entropy) if h > 0]
 
 
-def _kendall_w_of(weights: np.ndarray, regions: np.ndarray) -> float:
-    """Kendall's W of R runs ranking the given regions by weight."""
-    w = np.asarray(weights, np.float64)[:, regions]
-    m, n = w.shape
-    if m < 2 or n < 2:
-        return 1.0
-    ranks = rankdata(-w, axis=1)  # every run at once
-    s = ((ranks.sum(axis=0) - m * (n + 1) / 2) ** 2).sum()
-    return float(12 * s / (m**2 * (n**3 - n)))
-
-
 def _detail_of(
     w: np.ndarray, matter: np.ndarray, n_dist: int
 ) -> tuple[str, float, float, float, list[int]]:
     """The detail of R runs ``w`` over the regions that matter: its verdict, their Kendall's W,
-    top-k overlap and share of sign flips, and the regions that flip."""
-    mw = _kendall_w_of(w, matter)
-    mj = jaccard_top(w, min(TOP_K, max(1, len(matter))))
-    flipped = [int(i) for i in matter if not np.all(np.sign(w[:, i]) == np.sign(w[0, i]))]
-    mf = len(flipped) / len(matter) if len(matter) else 0.0
-    detail = verdict(mw, mj, mf) if len(matter) else "unstable"
-    if n_dist == 0 and detail == "stable":
-        detail = "borderline"  # agreement among regions none of which is distinguishable
-    return detail, mw, mj, mf, flipped
+    top-k overlap and share of sign flips, and the regions that flip (one group of
+    :func:`_details_of_groups`)."""
+    return _details_of_groups(w, 1, matter, n_dist)[0]
 
 
 def _average_ranks(a: np.ndarray) -> np.ndarray:
@@ -257,13 +240,14 @@ def _average_ranks(a: np.ndarray) -> np.ndarray:
 def _details_of_groups(
     coefs: np.ndarray, groups: int, matter: np.ndarray, n_dist: int
 ) -> list[tuple[str, float, float, float, list[int]]]:
-    """:func:`_detail_of` for each of ``groups`` consecutive groups of the rows of ``coefs``,
-    the same figures computed for all the groups at once (an early-stop check judges 8 groups
-    of 5 resamples: this is most of the check's cost outside the fits)."""
+    """The detail of each of ``groups`` consecutive groups of R runs (the rows of ``coefs``):
+    its verdict, Kendall's W over the regions that matter, the top-k overlap, the share of
+    those regions whose sign flips, and the regions that flip; computed for all the groups at
+    once (an early-stop check judges 8 groups of 5 resamples)."""
     r = len(coefs) // groups
     w = np.asarray(coefs, np.float64).reshape(groups, r, -1)
     m = len(matter)
-    # Kendall's W over the regions that matter, as _kendall_w_of
+    # Kendall's W over the regions that matter
     if r < 2 or m < 2:
         mws = [1.0] * groups
     else:
@@ -292,7 +276,7 @@ def _details_of_groups(
         mf = len(flipped) / m if m else 0.0
         detail = verdict(mws[g], mjs[g], mf) if m else "unstable"
         if n_dist == 0 and detail == "stable":
-            detail = "borderline"
+            detail = "borderline"  # agreement among regions none of which is distinguishable
         out.append((detail, mws[g], mjs[g], mf, flipped))
     return out
 

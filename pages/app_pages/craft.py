@@ -171,8 +171,8 @@ def upload_masks(s: state.AppState) -> None:
         masks, problem = _mask_regions(s, up.getvalue(), up.name), None
     except lc.LimecraftError as e:
         masks, problem = [], e
-    added = [m for m in masks if any(np.array_equal(m, h.mask) for h in s.hand)]
-    if masks and len(added) == len(masks):  # this file's regions are in the list already
+    listed = [any(np.array_equal(m, h.mask) for h in s.hand) for m in masks]
+    if masks and all(listed):  # this file's regions are in the list already
         n = len(masks)
         what = f"The {n} regions of" if n > 1 else "The region of"
         st.caption(
@@ -184,8 +184,8 @@ def upload_masks(s: state.AppState) -> None:
         if problem is not None:
             display.error(f"That mask was not used: {problem}")
             return
-        for m in masks:
-            if not any(m is a for a in added):
+        for m, there in zip(masks, listed, strict=True):
+            if not there:
                 A.add_region(s, m, f"{up.name} {len(s.hand) + 1}")
         st.rerun()
 
