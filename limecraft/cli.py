@@ -647,16 +647,16 @@ def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any]:
     flight; otherwise the model runs here, behind one work queue that combines the chunks of
     the images in flight into shared forward passes.
     """
-    from serving import QueuedScorer, WorkQueue
-    from serving.remote import RemoteScorer, load_scorer
+    from serving import WorkQueue, load_scorer, queued
 
     scorer = load_scorer(a.model, **_model_kwargs(a, config))
-    if isinstance(scorer, RemoteScorer):
+    queue = WorkQueue(max_jobs=max(64, 4 * a.in_flight))  # its thread starts with its first job
+    runner = queued(scorer, queue)
+    if runner is scorer:  # on Ray Serve: several images in flight there
         return scorer, f"on Ray Serve at {scorer.config.address}", None
     if a.in_flight == 1:
         return scorer, "locally, one image at a time", None
-    queue = WorkQueue(max_jobs=max(64, 4 * a.in_flight))
-    return QueuedScorer(scorer, queue), "locally, through a work queue of shared batches", queue
+    return runner, "locally, through a work queue of shared batches", queue
 
 
 def audit_settings(a: argparse.Namespace):

@@ -8,12 +8,13 @@ one plug point, :class:`limecraft_core.Scorer`, by composition (it holds what it
   passes go through one bounded, round-robin, micro-batching :class:`WorkQueue` per process.
 - ``remote``: :class:`RemoteScorer`, the HTTP client of a Ray Serve deployment (no Ray needed),
   and :func:`load_scorer`, which picks it when ``LIMECRAFT_RAY_ADDRESS`` is set and else loads
-  the local classifier from :mod:`models.registry`.
+  the local classifier from :mod:`models.registry`; :func:`queued` puts a local one behind the
+  work queue and leaves a remote one as it is.
 - ``serve_app``: the deployments themselves (``python -m serving.serve_app``); it imports Ray,
   so it is not imported here.
 """
 
-from .remote import RemoteConfig, RemoteScorer, RemoteStatus, load_scorer, remote_config
+from .remote import RemoteConfig, RemoteScorer, RemoteStatus, load_scorer, queued, remote_config
 from .workqueue import BatchScorer, QueuedScorer, QueueStatus, WorkQueue
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "RemoteStatus",
     "WorkQueue",
     "load_scorer",
+    "queued",
     "remote_config",
 ]

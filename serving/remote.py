@@ -54,6 +54,8 @@ from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_array
 from limecraft_core.io.npz import encode_npz, load_npz, npz_members
 from models import registry
 
+from .workqueue import QueuedScorer, QueueStatus, WorkQueue
+
 __all__ = [
     "RemoteConfig",
     "RemoteScorer",
@@ -666,3 +668,30 @@ def load_scorer(spec: str, **kwargs: Any) -> RemoteScorer | Classifier:
         labels=kwargs.get("labels"),
         local=lambda: registry.load_classifier(spec, **kwargs),
     )
+
+
+def queued(
+    scorer: Any,
+    queue: WorkQueue,
+    *,
+    alive: Callable[[], bool] | None = None,
+    on_wait: Callable[[QueueStatus], None] | None = None,
+) -> Any:
+    """The scorer one job (an Explain, an audit) uses: a local model behind this process's
+    ``queue``, whose forward passes it shares with the other jobs in flight; a Ray Serve
+    deployment as it is (it batches across sessions itself, next to its model, and composes
+    there). The one place that tells the two apart.
+
+    Parameters
+    ----------
+    scorer : RemoteScorer, or a local BatchScorer such as a Classifier (see :func:`load_scorer`)
+    queue : WorkQueue, the process's queue for local models
+    alive, on_wait : see :class:`~serving.workqueue.QueuedScorer`
+
+    Returns
+    -------
+    ``scorer`` itself when it is remote, else a :class:`~serving.workqueue.QueuedScorer`.
+    """
+    if isinstance(scorer, RemoteScorer):
+        return scorer
+    return QueuedScorer(scorer, queue, alive=alive, on_wait=on_wait)

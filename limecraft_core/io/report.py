@@ -154,6 +154,7 @@ def html_report(
     source: str = "",
     notes: Sequence[str] = (),
     generated: datetime | None = None,
+    trust: Explanation | None = None,
 ) -> str:
     """A self-contained HTML report of an explanation, readable on screen and printable on A4.
 
@@ -173,6 +174,9 @@ def html_report(
     source : where the image came from (a file name)
     notes : sentences shown under the conclusion
     generated : timestamp to print (default: now, UTC)
+    trust : Explanation, optional; the Trust page's run over the same regions (repeats,
+        faithfulness, the field's metrics, kernel widths, fills): its checks are reported
+        beside the explanation's own, and its field metrics when the explanation has none
 
     Returns
     -------
@@ -181,7 +185,8 @@ def html_report(
     Raises
     ------
     LimecraftError
-        If the image does not match the explanation, or an edit is not a ReportEdit.
+        If the image does not match the explanation, an edit is not a ReportEdit, or ``trust``
+        was run over other regions.
     """
     ex = explanation
     image = np.asarray(image)
@@ -194,8 +199,18 @@ def html_report(
             f"the image is {image.shape[1]}x{image.shape[0]} but the explanation's regions are "
             f"{ex.segments.shape[1]}x{ex.segments.shape[0]}: pass the explained image"
         )
+    if trust is not None and (
+        trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments)
+    ):
+        raise LimecraftError(
+            "the trust checks were run over other regions than the explanation's: run them "
+            "again on the current regions, or leave them out"
+        )
     regions = _regions(ex)
     settings = _settings(ex)
+    metrics = field_metric_rows(ex.trust)
+    if not metrics and trust is not None:
+        metrics = field_metric_rows(trust.trust)
     when = (generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     return (
         _environment()
@@ -209,7 +224,9 @@ def html_report(
             notes=list(notes),
             figures=_given_figures(pictures) if pictures else _figures(image, ex),
             checks=_checks(ex),
-            metrics=field_metric_rows(ex.trust),
+            trust_checks=_checks(trust) if trust is not None else [],
+            trust_run=_trust_run(trust) if trust is not None else "",
+            metrics=metrics,
             edits=_edits(edits),
             top_regions=regions[:TOP_REGIONS],
             regions=regions,
@@ -221,6 +238,14 @@ def html_report(
             versions=list(ex.versions.items()),
             output_space=ex.config.targets.output_space,
         )
+    )
+
+
+def _trust_run(trust: Explanation) -> str:
+    """What the Trust page's run was: "400 samples × 5 repeats, 12.3 s"."""
+    took = trust.timings.get("total_s")
+    return f"{trust.run.samples_used} samples × {trust.config.trust.repeats} repeats" + (
+        f", {took:.1f} s" if took is not None else ""
     )
 
 

@@ -263,15 +263,16 @@ def selection(s: state.AppState, reg: lc.Regions) -> None:
     from streamlit_image_coordinates import streamlit_image_coordinates
 
     labels = reg.labels
-    picture = lc.region_map(s.image, labels, alpha=0.25)
+    image, drawn = display.for_drawing(s.image, labels)
+    picture = lc.region_map(image, drawn, alpha=0.25)
     chosen = [reg.index_of(k) for k in s.selected if k in reg.keys]
     if chosen:
-        m = np.isin(labels, chosen)
+        m = np.isin(drawn, chosen)
         picture[m] = (0.4 * picture[m] + 0.6 * np.array([255, 255, 255])).astype(np.uint8)
     left, right = display.columns([3, 2], gap="large")
     with left:
         streamlit_image_coordinates(
-            display.label_ids(picture, labels, CANVAS_WIDTH),
+            display.label_ids(picture, drawn, CANVAS_WIDTH),
             width="content",  # shrinks to the column; clicks come back in displayed pixels
             key="pick",
             on_click=functools.partial(_on_pick, s, labels, reg.keys),

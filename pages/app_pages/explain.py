@@ -90,10 +90,11 @@ with left:
         key="explain_view",
         label_visibility="collapsed",
     )
+    image, drawn = display.for_drawing(s.image, labels)
     if photo == "Region map":
-        picture = display.label_ids(lc.region_map(s.image, labels, alpha=0.25), labels)
+        picture = display.label_ids(lc.region_map(image, drawn, alpha=0.25), drawn)
     else:
-        picture = display.outlined(s.image, labels)
+        picture = display.outlined(image, drawn)
     st.image(
         picture,
         caption=f"{reg.n_regions} regions ({n_hand} handcrafted, {s.seg.method} superpixels); "
@@ -170,7 +171,11 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     st.markdown(f"**{title}** · R² {e.scores[i]:.3f}")
                     st.image(
                         display.to_display(
-                            lc.top_regions(s.image, e.segments, e.class_weights[i], k=3)
+                            lc.top_regions(
+                                *display.for_drawing(s.image, e.segments),
+                                e.class_weights[i],
+                                k=3,
+                            )
                         )
                     )
                     top = np.argsort(-e.class_weights[i])[:3]

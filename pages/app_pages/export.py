@@ -10,7 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.io.report import PredictionChange, ReportEdit, html_report, regions_csv
 from pages.lib import analysis as A
-from pages.lib import config_form, display, state
+from pages.lib import config_form, display, state, views
 
 
 def _restore(s: state.AppState) -> None:
@@ -36,15 +36,6 @@ def _restore(s: state.AppState) -> None:
         st.session_state["restore_note"] = f"That file was not restored: {display.md(detail)}"
         return
     st.session_state["restore_note"] = None
-
-
-def pictures(s: state.AppState, ex: lc.Explanation) -> dict[str, np.ndarray]:
-    return {
-        "top regions": lc.top_regions(s.image, ex.segments, ex.weights, k=5),
-        "weight heatmap": lc.heatmap(s.image, ex.segments, ex.weights).image,
-        "prediction change when hidden": lc.delta_map(s.image, ex.segments, ex.deltas[0]).image,
-        "regions": lc.region_map(s.image, ex.segments),
-    }
 
 
 def report_edits(s: state.AppState) -> list[ReportEdit]:
@@ -102,15 +93,16 @@ if ex is None or ex.segments.shape != s.image.shape[:2]:
         "You can also restore an analysis or an explanation below."
     )
 else:
-    pics = pictures(s, ex)
     st.subheader("Downloads")
     cols = st.columns(4)
-    for col, (name, pic) in zip(cols, pics.items(), strict=False):
+    # the previews from display-sized copies; each download at full size, built when pressed
+    image, labels = display.for_drawing(s.image, ex.segments)
+    for col, (name, draw) in zip(cols, views.PICTURES.items(), strict=True):
         with col:
-            st.image(display.to_display(pic, 240), caption=name)
+            st.image(display.to_display(draw(image, labels, ex), 240), caption=name)
             st.download_button(
                 "PNG",
-                display.png_bytes(pic),
+                functools.partial(views.full_size_png, name, s.image, ex),
                 f"{stem}_{name.replace(' ', '_')}.png",
                 "image/png",
                 key=f"dl-{name}",
@@ -130,6 +122,12 @@ else:
     notes = []
     if ex.score < 0.5:
         notes.append(f"The surrogate's R² is {ex.score:.2f}: treat the weights as a rough guide.")
+    # The Trust page's checks go in the report when they ran on the explanation's regions.
+    trust = s.trust_explanation
+    if trust is not None and (
+        trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments)
+    ):
+        trust = None
     # The report draws its own large pictures, with legends, from the explanation. It is a few
     # MB: built when the button is pressed (html_report is pure), not on every rerun.
     page = functools.partial(
@@ -139,6 +137,7 @@ else:
         edits=report_edits(s),
         source=s.image_name,
         notes=tuple(notes),
+        trust=trust,
     )
     c3.download_button(
         "Report (HTML)",
@@ -147,7 +146,8 @@ else:
         "text/html",
         key="dl-report",
         help="One self-contained page to read or print: the conclusion, pictures, trust "
-        "checks, edits, regions and settings",
+        "checks (the Trust page's too, when they ran on these regions), edits, regions and "
+        "settings",
     )
 
 st.divider()

@@ -212,18 +212,20 @@ with c1:
         )
 with c2:
     a, b = st.columns(2)
-    mark = lc.boundaries(base.image, (base.labels == region).astype(np.int32), color=(1, 0.5, 0))
+    # outlined on display-sized copies: at full size a large photo's outline takes seconds
+    base_image, base_labels = display.for_drawing(base.image, base.labels)
+    mark = lc.boundaries(base_image, (base_labels == region).astype(np.int32), color=(1, 0.5, 0))
     a.image(
         display.to_display(mark, 280),
         caption="before this edit (region outlined)" if s.edits else "original (region outlined)",
     )
-    edited_outline = (
-        lc.boundaries(
-            preview.image, (preview.labels == preview.region).astype(np.int32), color=(1, 0.5, 0)
+    if preview.region >= 0:
+        preview_image, preview_labels = display.for_drawing(preview.image, preview.labels)
+        edited_outline = lc.boundaries(
+            preview_image, (preview_labels == preview.region).astype(np.int32), color=(1, 0.5, 0)
         )
-        if preview.region >= 0
-        else preview.image
-    )
+    else:
+        edited_outline = preview.image
     moved = pending.kind in ("move", "rotate", "scale")
     b.image(
         display.to_display(edited_outline, 280),

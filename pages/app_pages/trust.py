@@ -119,8 +119,7 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
             "sign entropy above 0: its direction cannot be read from this explanation.",
         )
         picture = lc.weight_overlay(
-            s.image,
-            ex.segments,
+            *display.for_drawing(s.image, ex.segments),
             np.array(stb.mean),
             grey=unsure if grey else (),
             long_side=640,
@@ -287,7 +286,10 @@ def _fills(s: state.AppState, ex: lc.Explanation) -> None:
         with col:
             took = f", scored in {sec:.1f} s" if sec is not None else " (the explanation's fill)"
             st.image(
-                display.to_display(lc.top_regions(s.image, ex.segments, np.array(w), k=3), 260),
+                display.to_display(
+                    lc.top_regions(*display.for_drawing(s.image, ex.segments), np.array(w), k=3),
+                    260,
+                ),
                 caption=f"{name}: top region {int(np.argmax(w))}, rank agreement {rho:.2f}, "
                 f"top-5 overlap {overlap:.0%}{took}",
             )

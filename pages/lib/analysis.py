@@ -17,6 +17,8 @@ import hashlib
 import json
 import os
 import secrets
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -560,8 +562,27 @@ def fingerprint(a: Analysis) -> str:
     return h.hexdigest()
 
 
+_PNGS: OrderedDict[str, str] = OrderedDict()  # digest -> base64 PNG, the images saved last
+_PNGS_CHARS = 256 * 2**20  # at most this much kept (a noisy 24 Mpx photo is about 50 MB)
+_PNGS_LOCK = threading.Lock()
+
+
 def _b64_png(image: np.ndarray) -> str:
-    return base64.b64encode(encode_png(image)).decode("ascii")
+    """The image as base64 PNG. The analysis is saved after every run that changed it, and a
+    large photo takes seconds to encode: each image is encoded once (found again by its
+    content), at the fast compression level (a file about 10% larger)."""
+    key = digest(image)
+    with _PNGS_LOCK:
+        hit = _PNGS.get(key)
+        if hit is not None:
+            _PNGS.move_to_end(key)
+            return hit
+    out = base64.b64encode(encode_png(image, compress_level=1)).decode("ascii")
+    with _PNGS_LOCK:
+        _PNGS[key] = out
+        while len(_PNGS) > 1 and sum(map(len, _PNGS.values())) > _PNGS_CHARS:
+            _PNGS.popitem(last=False)
+    return out
 
 
 def _npz(a: np.ndarray) -> str:

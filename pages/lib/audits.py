@@ -261,9 +261,7 @@ def scorer_for(ref: A.ModelRef, config: lc.ExplainConfig) -> Any:
     shared model behind this process's work queue (its chunks share forward passes with the
     other images in flight, and other sessions' Explains are served in turn)."""
     clf = state.classifier(ref, config.speed.precision)
-    if isinstance(clf, serving.RemoteScorer):
-        return clf
-    return serving.QueuedScorer(clf, state.work_queue(), alive=state.session_alive())
+    return serving.queued(clf, state.work_queue(), alive=state.session_alive())
 
 
 def progress_text(done: int, total: int, flagged: int, errors: int, per_image: float | None) -> str:

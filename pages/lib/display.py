@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import re
+import threading
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,6 +35,50 @@ def to_display(a: np.ndarray, width: int = DISPLAY_WIDTH) -> Image.Image:
         resample = Image.Resampling.LANCZOS if im.width > width else Image.Resampling.NEAREST
         im = im.resize((width, max(1, round(im.height * width / im.width))), resample)
     return im
+
+
+DRAW_LONG_SIDE = 2 * DISPLAY_WIDTH  # pictures are drawn from copies no larger than this
+_drawn: dict[tuple[int, int, int], tuple[weakref.ref, weakref.ref, np.ndarray, np.ndarray]] = {}
+_drawn_lock = threading.Lock()
+
+
+def for_drawing(
+    image: np.ndarray, labels: np.ndarray, long_side: int = DRAW_LONG_SIDE
+) -> tuple[np.ndarray, np.ndarray]:
+    """The image and its label map at most ``long_side`` px on the long side, to draw the
+    page's pictures from: a 6000x4000 photo's overlays, heatmaps and outlines would take seconds
+    each at full size, to be shrunk to a few hundred pixels in the browser anyway. The image is
+    box-filtered, the labels are sampled under each pixel's centre. Smaller images come back as
+    they are. The copies are kept while the arrays they were made from live, so each rerun
+    reuses them."""
+    if max(labels.shape) <= long_side:
+        return image, labels
+    key = (id(image), id(labels), long_side)
+    with _drawn_lock:
+        hit = _drawn.get(key)
+    if hit is not None and hit[0]() is image and hit[1]() is labels:
+        return hit[2], hit[3]
+    small_labels = labels_for_drawing(labels, long_side)
+    size = small_labels.shape
+    small = np.asarray(
+        Image.fromarray(image).resize((size[1], size[0]), Image.Resampling.BOX), np.uint8
+    )
+    with _drawn_lock:
+        for k in [k for k, v in _drawn.items() if v[0]() is None or v[1]() is None]:
+            del _drawn[k]  # the arrays they were made from are gone
+        _drawn[key] = (weakref.ref(image), weakref.ref(labels), small, small_labels)
+    return small, small_labels
+
+
+def labels_for_drawing(labels: np.ndarray, long_side: int = DRAW_LONG_SIDE) -> np.ndarray:
+    """The label map at most ``long_side`` px on the long side (see :func:`for_drawing`)."""
+    from limecraft_core.regions import resize_nearest
+
+    h, w = labels.shape
+    if max(h, w) <= long_side:
+        return labels
+    scale = long_side / max(h, w)
+    return resize_nearest(labels, (max(1, round(h * scale)), max(1, round(w * scale))))
 
 
 def jpeg_bytes(a: np.ndarray, width: int = DISPLAY_WIDTH) -> bytes:

@@ -37,7 +37,7 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
     SegSettings,
     next_colour,
 )
-from pages.lib.display import VERDICT_TEXT, error, md, named_reason
+from pages.lib.display import VERDICT_TEXT, error, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
@@ -447,8 +447,7 @@ def live_result(
     """The explanation so far, while it is computed: the top regions on the image, the verdict
     as it firms up, and (for Explain) a button that keeps this result."""
     over = render.weight_overlay(
-        image,
-        reg.labels,
+        *for_drawing(image, reg.labels),
         p.weights,
         k=min(LIVE_TOP_K, reg.n_regions),
         min_share=render.MIN_SHARE,
@@ -530,13 +529,9 @@ def run_explain(
     def partial(p: lc.Partial) -> None:
         live_result(live_slot, image, reg, clf.label(p.target), p, key)
 
-    # A Ray Serve deployment batches across sessions itself, and composes next to its model:
-    # only local models go through this process's work queue.
-    runner = (
-        clf
-        if isinstance(clf, serving.RemoteScorer)
-        else serving.QueuedScorer(clf, work_queue(), alive=session_alive(), on_wait=waiting)
-    )
+    # only local models go through this process's work queue (a Ray Serve deployment batches
+    # across sessions itself)
+    runner = serving.queued(clf, work_queue(), alive=session_alive(), on_wait=waiting)
     ex = lc.explain(
         image,
         runner,

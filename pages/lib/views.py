@@ -123,8 +123,12 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     )
     weights, deltas = ex.class_weights[i], ex.deltas[i]
     img = image if image is not None else s.image
-    if img.shape[:2] != ex.segments.shape:
-        img = _restored_image(ex)
+    # the pictures are drawn from display-sized copies: a 24 Mpx photo's would take seconds
+    if img.shape[:2] == ex.segments.shape:
+        img, seg = display.for_drawing(img, ex.segments)
+    else:  # a restored explanation without its image
+        seg = display.labels_for_drawing(ex.segments)
+        img = _restored_image(seg)
     r2 = ex.scores[i]
     badge = FIDELITY_TEXT[T.fidelity(r2)]
     warning = state.model_fit_warning(s)
@@ -156,7 +160,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         with t1:
             over = render.weight_overlay(
                 img,
-                ex.segments,
+                seg,
                 weights,
                 k=k,
                 min_share=WEAK_SHARE,
@@ -172,11 +176,11 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
             )
             st.image(render.stack_vertically(over, legend, gap=6), width="stretch")
         with t2:
-            hm = lc.heatmap(img, ex.segments, weights)
+            hm = lc.heatmap(img, seg, weights)
             st.image(display.to_display(hm.image), caption="region weights", width="stretch")
             _colorbar(hm)
         with t3:
-            dm = lc.delta_map(img, ex.segments, deltas)
+            dm = lc.delta_map(img, seg, deltas)
             st.image(
                 display.to_display(dm.image),
                 caption="output drop when only this region is hidden (green: the output falls)",
@@ -216,9 +220,22 @@ def _colorbar(hm: lc.Heatmap) -> None:
     st.caption(f"{hm.vmin:+.3g} ← 0 → {hm.vmax:+.3g}")
 
 
-def _restored_image(ex: lc.Explanation) -> np.ndarray:
+def _restored_image(labels: np.ndarray) -> np.ndarray:
     """A restored explanation without its image: show its regions on gray."""
-    return lc.region_map(np.full((*ex.segments.shape, 3), 200, np.uint8), ex.segments)
+    return lc.region_map(np.full((*labels.shape, 3), 200, np.uint8), labels)
+
+
+PICTURES = {  # name -> picture of (image, labels, explanation)
+    "top regions": lambda im, lab, ex: lc.top_regions(im, lab, ex.weights, k=5),
+    "weight heatmap": lambda im, lab, ex: lc.heatmap(im, lab, ex.weights).image,
+    "prediction change when hidden": lambda im, lab, ex: lc.delta_map(im, lab, ex.deltas[0]).image,
+    "regions": lambda im, lab, ex: lc.region_map(im, lab),
+}
+
+
+def full_size_png(name: str, image: np.ndarray, ex: lc.Explanation) -> bytes:
+    """The download: the picture at the image's own size, drawn when the button is pressed."""
+    return display.png_bytes(PICTURES[name](image, ex.segments, ex))
 
 
 # ----------------------------------------------------------------------------- localisation

@@ -11,6 +11,7 @@ test-artifacts/views-trust-*.png.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -184,3 +185,16 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
     assert [r["expected"] for r in data["regions"]] == [False, True] or [
         r["expected"] for r in data["regions"]
     ] == [True, False]
+    # and so does the report: the Trust page's repeats, faithfulness and the field's metrics
+    # beside the explanation's own checks (issue 29, item 1)
+    report = html.unescape(download(page, "Report (HTML)").decode())
+    trust = report.split('<section id="trust">', 1)[1].split("</section>", 1)[0]
+    verdict = tr["stability"]["verdict"]
+    head = re.search(r"<h3>The Trust page's checks \((\d+) samples × (\d+) repeats", trust)
+    assert head, trust[:2000]
+    checks = trust[head.end() :]
+    assert re.search(
+        rf"<td>Stability over {head.group(2)} repeats</td><td><span [^>]+>{verdict}<", checks
+    )
+    assert "<td>Faithfulness</td>" in checks and "<td>Fills</td>" in checks
+    assert "<td>IROF</td>" in trust and "<td>Sparseness (Gini)</td>" in trust

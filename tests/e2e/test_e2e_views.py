@@ -386,6 +386,15 @@ def test_a_6000_by_4000_gradient_segments_explains_and_says_what_it_does(page, a
     labels, bars = chart_bars(page)
     assert len(bars) == len(labels) > 1
     shot(page, "explain-large-gradient-1400")
+    # a reload brings the large analysis back, its result drawn again (issue 29, item 2: the
+    # pictures are drawn from display-sized copies, and the saved image is encoded once)
+    rerun(page, page.reload, what="reload", timeout=180_000)
+    expect(
+        page.get_by_text(re.compile(rf"^Explained {n} regions .*with 100 samples"))
+    ).to_be_visible()
+    chart = page.locator(".vega-embed").first
+    expect(chart.locator(".role-mark path[aria-label]")).to_have_count(len(bars))
+    expect(page.get_by_text("Something went wrong")).to_have_count(0)
 
 
 # ----------------------------------------------------------------------------- 10. the demo story

@@ -485,3 +485,23 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     at.run()
     assert not any("differs from the preview" in i.value for i in at.info)
+
+
+def test_each_image_is_encoded_once_however_often_the_analysis_is_saved(monkeypatch):
+    """A large photo takes seconds to encode, and the analysis is saved after every run that
+    changed it: the image's PNG is found again by its content, and a changed image is new."""
+    import base64
+
+    encoded = []
+    real = A.encode_png
+    monkeypatch.setattr(A, "encode_png", lambda im, **kw: encoded.append(1) or real(im, **kw))
+    rng = np.random.default_rng(11)
+    image = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    first = A._b64_png(image)
+    assert A._b64_png(image) is first and A._b64_png(image.copy()) is first
+    assert len(encoded) == 1
+    with Image.open(io.BytesIO(base64.b64decode(first))) as im:
+        assert np.array_equal(np.asarray(im), image)  # lossless at the fast level
+    changed = image.copy()
+    changed[0, 0] ^= 1
+    assert A._b64_png(changed) != first and len(encoded) == 2

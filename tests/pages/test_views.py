@@ -142,3 +142,57 @@ def test_an_uploaded_file_keeps_its_own_name():
     assert _safe_name("../../etc/passwd") == "passwd"
     assert _safe_name("C:\\models\\my net.pt") == "my net.pt"
     assert _safe_name("we;ird$name.pt2") == "we_ird_name.pt2"
+
+
+# ----------------------------------------------------------------------------- large images
+
+
+def test_pictures_of_a_large_image_are_drawn_from_display_sized_copies_made_once():
+    from pages.lib import display
+
+    h, w = 3000, 4500
+    image = np.zeros((h, w, 3), np.uint8)
+    image[:, : w // 2] = (250, 10, 10)
+    labels = np.zeros((h, w), np.int32)
+    labels[:, w // 2 :] = 1
+    labels[3:6, 3:6] = 2  # 9 pixels between two of the copy's pixel centres (2.0 and 6.0)
+    small, small_labels = display.for_drawing(image, labels)
+    long_side = display.DRAW_LONG_SIDE
+    assert small.shape == (round(h * long_side / w), long_side, 3)
+    assert small_labels.shape == small.shape[:2] and small_labels.dtype == labels.dtype
+    # each copy's pixel is the label under its centre, and the image is box-filtered
+    half = long_side // 2
+    assert (small_labels[:, : half - 1] == 0).all() and (small_labels[:, half + 1 :] == 1).all()
+    assert (small[:, : half - 1] == (250, 10, 10)).all() and (small[:, half + 1 :] == 0).all()
+    # a region smaller than a pixel of the copy may not show in a picture (its row in the
+    # regions table is counted from the full-size labels)
+    assert 2 not in small_labels
+    # made once: the next rerun gets the same copies, a new image gets its own
+    again = display.for_drawing(image, labels)
+    assert again[0] is small and again[1] is small_labels
+    other = image.copy()
+    assert display.for_drawing(other, labels)[0] is not small
+    # an image that is already small is drawn as it is
+    tiny, tiny_labels = image[:200, :300], labels[:200, :300]
+    assert display.for_drawing(tiny, tiny_labels) == (tiny, tiny_labels)
+
+
+def test_the_export_downloads_are_at_the_images_own_size():
+    """The page previews are drawn small; the PNG a user downloads is the full picture."""
+    import io
+
+    from PIL import Image
+    from toys import ChannelMeans
+
+    import limecraft_core as lc
+    from pages.lib import views
+
+    h, w = 1500, 2400
+    image = np.full((h, w, 3), 120, np.uint8)
+    labels = (np.arange(w)[None, :] // 600 + 4 * (np.arange(h)[:, None] // 750)).astype(np.int32)
+    n = int(labels.max()) + 1
+    ex = lc.explain(image, ChannelMeans(classes=3), labels, input_size=32, samples=20)
+    assert ex.n_regions == n
+    for name in views.PICTURES:
+        with Image.open(io.BytesIO(views.full_size_png(name, image, ex))) as im:
+            assert im.size == (w, h), name

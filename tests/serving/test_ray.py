@@ -586,3 +586,19 @@ def test_the_cluster_serves_an_onnx_model_by_name(cluster, monkeypatch):
     want = explain(image, local, **settings)
     assert r.run.model == ONNX_NAME and r.class_labels[0].startswith("kind ")
     np.testing.assert_allclose(r.weights, want.weights, rtol=0, atol=1e-5)
+
+
+def test_a_job_queues_a_local_model_and_leaves_a_deployment_as_it_is(flaky_server):
+    """serving.queued, the one place that tells a Ray Serve scorer from a local one: the app's
+    Explain, its audit and the CLI's audit all get their scorer through it."""
+    from toys import ChannelMeans
+
+    from limecraft_core import Classifier
+    from serving import QueuedScorer, WorkQueue, queued
+
+    queue = WorkQueue()
+    remote = RemoteScorer("demo", RemoteConfig(flaky_server))
+    assert queued(remote, queue) is remote
+    local = Classifier(ChannelMeans(classes=3), input_size=32)
+    runner = queued(local, queue, alive=lambda: True)
+    assert isinstance(runner, QueuedScorer) and runner.inner is local

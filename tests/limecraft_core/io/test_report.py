@@ -399,3 +399,39 @@ def test_report_gives_the_field_metrics_with_definitions_and_the_localisation(ph
     assert (
         "the top region is expected" if loc.pointing_game else "the top region is not expected"
     ) in trust
+
+
+def test_the_trust_pages_checks_go_in_the_report_beside_the_explanations(photo):
+    """Issue 29, item 1: after the Trust page ran on the same regions, the report holds its
+    repeat verdict, faithfulness, kernel widths, fills and the field's metrics, not only the
+    explanation's own checks. Over other regions it is refused with a message that says why."""
+    common = dict(segmentation="slic", n_segments=12, samples=60)
+    ex = explain(photo, ChannelMeans(), **common)
+    checked = explain(
+        photo,
+        ChannelMeans(),
+        segments=ex.segments,
+        **{k: v for k, v in common.items() if k == "samples"},
+        repeats=3,
+        faithfulness=True,
+        compare_fills=["gray"],
+        kernel_widths=[0.25, "uniform"],
+    )
+    alone = text(section(html_report(image=photo, explanation=ex), "trust"))
+    assert "Trust page" not in alone
+    assert "Faithfulness" not in alone and "IROF" not in alone and "Kernel widths" not in alone
+    page = html_report(image=photo, explanation=ex, trust=checked)
+    trust = text(section(page, "trust"))
+    st = checked.trust.stability
+    assert "The Trust page's checks (60 samples × 3 repeats, " in trust
+    assert f"Stability over 3 repeats {st.verdict} {st.reason[0].upper()}{st.reason[1:]}." in trust
+    f = checked.trust.faithfulness
+    assert f"deletion AUC {f.deletion_auc:.3f} (random {f.random_deletion_auc:.3f})" in trust
+    assert "Kernel widths" in trust and "Fills" in trust
+    assert f"IROF {checked.trust.irof.value:.2f}" in trust  # the field's metrics, from Trust
+    # the explanation's own checks come first, the Trust page's after them
+    assert trust.index("Surrogate fit") < trust.index("The Trust page's checks")
+
+    other = explain(photo, ChannelMeans(), segmentation="slic", n_segments=5, samples=20)
+    with pytest.raises(LimecraftError, match="run them again on the current regions"):
+        html_report(image=photo, explanation=ex, trust=other)
