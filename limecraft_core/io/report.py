@@ -189,28 +189,10 @@ def html_report(
         was run over other regions.
     """
     ex = explanation
-    image = np.asarray(image)
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise LimecraftError(
-            f"image must be an (H, W, 3) uint8 array, got {image.dtype} {image.shape}"
-        )
-    if image.shape[:2] != ex.segments.shape:
-        raise LimecraftError(
-            f"the image is {image.shape[1]}x{image.shape[0]} but the explanation's regions are "
-            f"{ex.segments.shape[1]}x{ex.segments.shape[0]}: pass the explained image"
-        )
-    if trust is not None and (
-        trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments)
-    ):
-        raise LimecraftError(
-            "the trust checks were run over other regions than the explanation's: run them "
-            "again on the current regions, or leave them out"
-        )
+    image = _explained_image(image, ex)
+    trust_checks, trust_run, metrics = _trust_page(ex, trust)
     regions = _regions(ex)
     settings = _settings(ex)
-    metrics = field_metric_rows(ex.trust)
-    if not metrics and trust is not None:
-        metrics = field_metric_rows(trust.trust)
     when = (generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     return (
         _environment()
@@ -224,8 +206,8 @@ def html_report(
             notes=list(notes),
             figures=_given_figures(pictures) if pictures else _figures(image, ex),
             checks=_checks(ex),
-            trust_checks=_checks(trust) if trust is not None else [],
-            trust_run=_trust_run(trust) if trust is not None else "",
+            trust_checks=trust_checks,
+            trust_run=trust_run,
             metrics=metrics,
             edits=_edits(edits),
             top_regions=regions[:TOP_REGIONS],
@@ -241,12 +223,37 @@ def html_report(
     )
 
 
-def _trust_run(trust: Explanation) -> str:
-    """What the Trust page's run was: "400 samples × 5 repeats, 12.3 s"."""
+def _explained_image(image: np.ndarray, ex: Explanation) -> np.ndarray:
+    """``image`` as an array, checked to be the explained (H, W, 3) uint8 image."""
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise LimecraftError(
+            f"image must be an (H, W, 3) uint8 array, got {image.dtype} {image.shape}"
+        )
+    if image.shape[:2] != ex.segments.shape:
+        raise LimecraftError(
+            f"the image is {image.shape[1]}x{image.shape[0]} but the explanation's regions are "
+            f"{ex.segments.shape[1]}x{ex.segments.shape[0]}: pass the explained image"
+        )
+    return image
+
+
+def _trust_page(ex: Explanation, trust: Explanation | None) -> tuple[list, str, list]:
+    """The Trust page's checks, what its run was ("400 samples × 5 repeats, 12.3 s"), and the
+    field's metrics to show (the explanation's, else the Trust page's)."""
+    metrics = field_metric_rows(ex.trust)
+    if trust is None:
+        return [], "", metrics
+    if trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments):
+        raise LimecraftError(
+            "the trust checks were run over other regions than the explanation's: run them "
+            "again on the current regions, or leave them out"
+        )
     took = trust.timings.get("total_s")
-    return f"{trust.run.samples_used} samples × {trust.config.trust.repeats} repeats" + (
+    run = f"{trust.run.samples_used} samples × {trust.config.trust.repeats} repeats" + (
         f", {took:.1f} s" if took is not None else ""
     )
+    return _checks(trust), run, metrics or field_metric_rows(trust.trust)
 
 
 def regions_csv(explanation: Explanation, cls: int | None = None) -> str:
