@@ -20,6 +20,7 @@ import numpy as np
 # imports torch or scikit-image, so --help answers at once (the commands import the rest).
 from limecraft_core._validate import Cancelled, LimecraftError, ModelError
 from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
+from models import formats
 
 PROG = "python -m limecraft"
 
@@ -103,7 +104,7 @@ def _add_model_options(p: argparse.ArgumentParser, where: str) -> None:
     p.add_argument(
         "--model",
         default="demo",
-        help="registry name, or a .pt2 / TorchScript .pt / .onnx file (default: demo); an .onnx "
+        help=f"registry name, or a model file: {formats.in_words()} (default: demo); an .onnx "
         f"file runs on onnxruntime in fp32, with its layout, size and labels read from the graph; "
         f"{where}",
     )

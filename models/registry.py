@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 
@@ -25,17 +26,21 @@ from limecraft_core import Classifier, LimecraftError
 from limecraft_core._validate import check_int
 
 from . import efficientnet_lite as lite
-from . import zoo
+from . import formats, zoo
 from .gate import gated
 
 __all__ = [
     "DEFAULT_MODEL",
+    "SOURCES",
+    "Ask",
     "ModelInfo",
+    "Source",
     "is_registered",
     "list_models",
     "load_classifier",
     "load_module",
     "model_info",
+    "source_of",
 ]
 
 
@@ -153,9 +158,8 @@ def _served_by_ray() -> bool:
 
 
 def list_models() -> list[ModelInfo]:
-    """Every registered name, demo first."""
-    named = [_named_info(n, p) for n, p in folder_models().items()]
-    return [_demo_info(), _lite_info()] + [_zoo_info(n) for n in zoo.ZOO] + named
+    """Every registered name, demo first, in the sources' order."""
+    return [(src.listed or src.info)(n) for src in SOURCES for n in src.names()]
 
 
 def _named_info(name: str, path: Path) -> ModelInfo:
@@ -238,23 +242,7 @@ def _hub_info(spec: str) -> ModelInfo:
 def model_info(name: str) -> ModelInfo:
     """Information on one registered name, an ``.onnx`` file (its graph, not run), or a
     ``timm:``/``hf:`` model (loaded)."""
-    if is_hub(name):
-        return _hub_info(name)
-    named = folder_models().get(name)
-    if named is not None:
-        return dataclasses.replace(_onnx_info(str(named)), name=name)
-    if _is_onnx(name):
-        return _onnx_info(name)
-    if name == "demo":
-        return _demo_info()
-    if name == lite.NAME:
-        return _lite_info()
-    if name in zoo.ZOO:
-        return _zoo_info(name)
-    raise LimecraftError(
-        f"unknown model {name!r}; registered: {', '.join(m.name for m in list_models())}, "
-        "or give a path to a .pt2 / TorchScript .pt / .onnx file"
-    )
+    return source_of(name).info(name)
 
 
 def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
@@ -310,20 +298,7 @@ def _folder_labels(path: Path) -> list[str] | None:
 def is_registered(spec: str) -> bool:
     """Whether ``spec`` is a registry name (``demo``, a zoo name, or an ONNX model of
     ``$LIMECRAFT_MODEL_DIR``), not a model file."""
-    return isinstance(spec, str) and (
-        spec in BUILT_IN or spec in zoo.ZOO or spec in folder_models()
-    )
-
-
-def _is_path(spec: str) -> bool:
-    return any(sep in spec for sep in ("/", "\\")) or Path(spec).suffix.lower() in (
-        ".pt",
-        ".pt2",
-        ".pth",
-        ".ts",
-        ".bin",
-        ".onnx",
-    )
+    return isinstance(spec, str) and any(spec in src.names() for src in SOURCES)
 
 
 def _is_onnx(spec: str) -> bool:
@@ -349,7 +324,8 @@ def load_module(
     the session is cached per path and those options. Other specs refuse those options.
     """
     onnx_opts = _onnx_options(spec, onnx_options)
-    if _is_path(spec) or arch is not None:
+    src = source_of(spec, arch)  # raises for unknown names
+    if src.format is not None:  # a file: cached on its path, its time and its options
         p = Path(spec)
         key: tuple = ("file", str(p.resolve()), p.stat().st_mtime_ns if p.exists() else 0, arch)
         if onnx_opts is not None:
@@ -357,34 +333,12 @@ def load_module(
 
             key += (tuple(sorted(onnx_opts.items())), resolve_device(device).type)
     else:
-        model_info(spec)  # raises for unknown names
         key = ("name", spec, pretrained)
     with _LOCK:
-        if key in _MODULES:
-            return _MODULES[key]
-        if key[0] == "file" and onnx_opts is not None:
-            from .onnx_model import load_onnx
-
-            module = load_onnx(spec, device=key[-1], **onnx_opts)
-        elif key[0] == "file":
-            from .custom import load_model_file
-
-            module = load_model_file(spec, arch=arch)
-        elif spec == "demo":
-            from . import demo
-
-            try:
-                module = demo.load_demo_model()
-            except FileNotFoundError as e:
-                raise LimecraftError(str(e)) from None
-        elif spec == lite.NAME:
-            if not pretrained:
-                raise LimecraftError(f"{lite.NAME} comes only with its ImageNet weights")
-            module = lite.build()
-        else:
-            module = zoo.build(spec, pretrained=pretrained)
-        _MODULES[key] = module
-        return module
+        if key not in _MODULES:
+            device_ = key[-1] if onnx_opts is not None else device
+            _MODULES[key] = src.load(spec, arch, pretrained, device_, onnx_opts)
+        return _MODULES[key]
 
 
 def _onnx_options(spec: str, given: dict[str, str | None]) -> dict[str, str] | None:
@@ -432,33 +386,15 @@ def load_classifier(
     """
     if not isinstance(spec, str) or not spec:
         raise LimecraftError("model must be a registry name or a file path")
-    named = folder_models().get(spec)
-    if named is not None:  # a team's ONNX model by name
-        return load_classifier(
-            str(named),
-            input_size=input_size,
-            normalize=normalize,
-            labels=labels or _folder_labels(named),
-            device=device,
-            input_range=input_range,
-            outputs=outputs,
-            layout=layout,
-        )
-    if spec == lite.NAME and lite.runtime_for(device, precision) == "onnx":
-        return _lite_onnx(input_size, normalize, labels, arch, input_range, outputs, layout)
-    if is_hub(spec):  # before the path test: "hf:org/name" holds a slash
-        if normalize not in (None, "none"):
-            raise LimecraftError(
-                "timm: and hf: models apply their own normalisation (from their config); "
-                "leave --normalize unset"
-            )
-        return hub_model(spec, pretrained=pretrained).classifier(
-            input_size=input_size,
-            labels=labels,
-            device=device,
-            precision=precision,
-            channels_last=channels_last,
-        )
+    src = source_of(spec, arch)
+    ask = Ask(
+        input_size, normalize, labels, device, precision, arch, pretrained, channels_last,
+        input_range, outputs, layout,
+    )  # fmt: skip
+    if src.classifier is not None:  # a source that builds its own
+        clf = src.classifier(spec, ask)
+        if clf is not None:
+            return clf
     module = load_module(
         spec,
         arch=arch,
@@ -468,42 +404,10 @@ def load_classifier(
         outputs=outputs,
         layout=layout,
     )
-    if _is_onnx(spec):
-        size, norm, names = _onnx_fit(module, input_size, normalize, labels)
-        precision, channels_last, name = "fp32", False, Path(spec).name
-    elif _is_path(spec) or arch is not None:
-        fixed = getattr(module, "limecraft_input_size", None)
-        if input_size is not None:  # out of range: the same message as for any model
-            check_int("input_size", input_size, 8, 4096)
-        if fixed is not None and input_size is not None and (input_size, input_size) != fixed:
-            raise LimecraftError(
-                f"model file {Path(spec).name!r} was exported for {fixed[0]}x{fixed[1]} inputs, "
-                f"so input size {input_size} does not fit it: leave the input size out (it is read "
-                "from the program), or export the model again with a dynamic height and width"
-            )
-        size = input_size or fixed or 224
-        norm, names, name = normalize or "none", labels, Path(spec).name
-    elif spec == "demo":
-        from . import demo
-
-        size, norm = input_size or demo.IMAGE_SIZE, normalize or "none"
-        names, name = labels or demo.CLASS_NAMES, "demo"
-    elif spec == lite.NAME:
-        size, norm = input_size or lite.INPUT_SIZE, normalize or lite.NORMALIZE
-        names, name = labels or lite.imagenet_names(), lite.NAME
-    else:
-        zs = zoo.ZOO[spec]
-        size, norm = input_size or zs.input_size, normalize or "imagenet"
-        names, name = labels or zs.categories, spec
+    fit = {"device": device, "precision": precision, "channels_last": channels_last}
     return Classifier(
         gated(module),  # unchanged unless a test holds the model (LIMECRAFT_TEST_GATE)
-        input_size=size,
-        normalize=norm,
-        labels=names,
-        device=device,
-        precision=precision,
-        channels_last=channels_last,
-        name=name,
+        **(fit | src.fit(spec, module, ask)),
     )
 
 
@@ -561,3 +465,289 @@ def _onnx_fit(
             "use one or the other"
         )
     return fixed or input_size or 224, norm, labels if labels is not None else module.labels
+
+
+# ----------------------------------------------------------------------------- the sources
+
+
+class Ask(NamedTuple):
+    """What a caller asked :func:`load_classifier` for (None: the source's own default)."""
+
+    input_size: int | None
+    normalize: str | None
+    labels: Sequence[str] | None
+    device: str
+    precision: str
+    arch: str | None
+    pretrained: bool
+    channels_last: bool | None
+    input_range: str | None
+    outputs: str | None
+    layout: str | None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One kind of model the registry serves: the plug point for a model format.
+
+    :data:`SOURCES` is tried in order, and the first source whose ``matches`` holds serves the
+    spec: :func:`model_info`, :func:`load_module`, :func:`load_classifier`,
+    :func:`list_models` and :func:`is_registered` all read it. A file source names its
+    :class:`models.formats.FileFormat`, the table that the app's model uploader and the CLI's
+    help read. Adding a model source is one more entry here (and, for a new kind of file, one
+    in ``models.formats``): docs/architecture.md.
+
+    Attributes
+    ----------
+    kind : str, what it is ("demo", "onnx", "file", ...)
+    matches : (spec, arch) -> bool, whether it serves this spec
+    info : spec -> ModelInfo, without running the model (LimecraftError when it cannot say)
+    load : (spec, arch, pretrained, device, onnx options or None) -> torch.nn.Module, built
+        anew (:func:`load_module` caches it)
+    fit : (spec, module, Ask) -> the Classifier's keywords it decides (input_size, normalize,
+        labels, name; precision and channels_last where it fixes them)
+    names : () -> the registry names it lists (none for files)
+    format : the model files it reads (:mod:`models.formats`; None for names)
+    classifier : optional (spec, Ask) -> Classifier or None, for a source that builds its own
+        classifier (None: the default, ``load`` then ``fit``)
+    listed : optional name -> ModelInfo for :func:`list_models` (default ``info``), e.g. one
+        that lists a broken file with its reason instead of raising
+    """
+
+    kind: str
+    matches: Callable[[str, str | None], bool]
+    info: Callable[[str], ModelInfo]
+    load: Callable[[str, str | None, bool, str, dict | None], torch.nn.Module]
+    fit: Callable[[str, torch.nn.Module, Ask], dict[str, Any]]
+    names: Callable[[], Iterable[str]] = tuple
+    format: formats.FileFormat | None = None
+    classifier: Callable[[str, Ask], Classifier | None] | None = None
+    listed: Callable[[str], ModelInfo] | None = None
+
+
+def source_of(spec: str, arch: str | None = None) -> Source:
+    """The source that serves ``spec`` (LimecraftError for an unknown name)."""
+    for src in SOURCES:
+        if src.matches(spec, arch):
+            return src
+    raise LimecraftError(
+        f"unknown model {spec!r}; registered: {', '.join(m.name for m in list_models())}, "
+        "or give a path to a .pt2 / TorchScript .pt / .onnx file"
+    )
+
+
+# the built-in sources' parts
+
+
+def _not_a_module(spec: str, *_: Any) -> torch.nn.Module:
+    raise LimecraftError(f"{spec!r} is loaded with its classifier (load_classifier), not alone")
+
+
+def _hub_classifier(spec: str, ask: Ask) -> Classifier:
+    if ask.normalize not in (None, "none"):
+        raise LimecraftError(
+            "timm: and hf: models apply their own normalisation (from their config); "
+            "leave --normalize unset"
+        )
+    return hub_model(spec, pretrained=ask.pretrained).classifier(
+        input_size=ask.input_size,
+        labels=ask.labels,
+        device=ask.device,
+        precision=ask.precision,
+        channels_last=ask.channels_last,
+    )
+
+
+def _onnx_load(spec: str, arch, pretrained, device: str, onnx: dict | None) -> torch.nn.Module:
+    from .onnx_model import load_onnx
+
+    return load_onnx(spec, device=device, **(onnx if onnx is not None else _ONNX_DEFAULTS))
+
+
+def _onnx_fit_of(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    size, norm, names = _onnx_fit(module, ask.input_size, ask.normalize, ask.labels)
+    name = Path(spec).name
+    return dict(input_size=size, normalize=norm, labels=names, name=name, **_FP32)
+
+
+_FP32 = {"precision": "fp32", "channels_last": False}  # onnxruntime runs fp32, NCHW as given
+
+
+def _is_model_file(spec: str, arch: str | None) -> bool:
+    return (
+        arch is not None
+        or any(sep in spec for sep in ("/", "\\"))
+        or Path(spec).suffix.lower() in formats.TORCH.suffixes
+    )
+
+
+def _file_info(spec: str) -> ModelInfo:
+    raise LimecraftError(
+        f"unknown model {spec!r}; registered: {', '.join(m.name for m in list_models())}, "
+        "or give a path to a .pt2 / TorchScript .pt / .onnx file"
+    )
+
+
+def _file_load(spec: str, arch: str | None, *_: Any) -> torch.nn.Module:
+    from .custom import load_model_file
+
+    return load_model_file(spec, arch=arch)
+
+
+def _file_fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    fixed = getattr(module, "limecraft_input_size", None)
+    size = ask.input_size
+    if size is not None:  # out of range: the same message as for any model
+        check_int("input_size", size, 8, 4096)
+    if fixed is not None and size is not None and (size, size) != fixed:
+        raise LimecraftError(
+            f"model file {Path(spec).name!r} was exported for {fixed[0]}x{fixed[1]} inputs, "
+            f"so input size {size} does not fit it: leave the input size out (it is read "
+            "from the program), or export the model again with a dynamic height and width"
+        )
+    return dict(
+        input_size=size or fixed or 224,
+        normalize=ask.normalize or "none",
+        labels=ask.labels,
+        name=Path(spec).name,
+    )
+
+
+def _demo_load(*_: Any) -> torch.nn.Module:
+    from . import demo
+
+    try:
+        return demo.load_demo_model()
+    except FileNotFoundError as e:
+        raise LimecraftError(str(e)) from None
+
+
+def _demo_fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    from . import demo
+
+    return dict(
+        input_size=ask.input_size or demo.IMAGE_SIZE,
+        normalize=ask.normalize or "none",
+        labels=ask.labels or demo.CLASS_NAMES,
+        name="demo",
+    )
+
+
+def _lite_load(spec: str, arch, pretrained: bool, *_: Any) -> torch.nn.Module:
+    if not pretrained:
+        raise LimecraftError(f"{lite.NAME} comes only with its ImageNet weights")
+    return lite.build()
+
+
+def _lite_fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    return dict(
+        input_size=ask.input_size or lite.INPUT_SIZE,
+        normalize=ask.normalize or lite.NORMALIZE,
+        labels=ask.labels or lite.imagenet_names(),
+        name=lite.NAME,
+    )
+
+
+def _lite_classifier(spec: str, ask: Ask) -> Classifier | None:
+    if lite.runtime_for(ask.device, ask.precision) != "onnx":
+        return None  # torch: the default
+    return _lite_onnx(
+        ask.input_size, ask.normalize, ask.labels, ask.arch, ask.input_range, ask.outputs,
+        ask.layout,
+    )  # fmt: skip
+
+
+def _zoo_fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    zs = zoo.ZOO[spec]
+    return dict(
+        input_size=ask.input_size or zs.input_size,
+        normalize=ask.normalize or "imagenet",
+        labels=ask.labels or zs.categories,
+        name=spec,
+    )
+
+
+def _folder_classifier(spec: str, ask: Ask) -> Classifier:
+    path = folder_models()[spec]
+    return load_classifier(
+        str(path),
+        input_size=ask.input_size,
+        normalize=ask.normalize,
+        labels=ask.labels or _folder_labels(path),
+        device=ask.device,
+        input_range=ask.input_range,
+        outputs=ask.outputs,
+        layout=ask.layout,
+    )
+
+
+def _folder_load(spec: str, arch, pretrained, device: str, onnx) -> torch.nn.Module:
+    from limecraft_core import resolve_device
+
+    return _onnx_load(
+        str(folder_models()[spec]), arch, pretrained, resolve_device(device).type, None
+    )
+
+
+#: The model sources, in the order they are tried (see :class:`Source`).
+SOURCES: list[Source] = [
+    Source(
+        "hub",
+        matches=lambda spec, arch: is_hub(spec),  # first: "hf:org/name" holds a slash
+        info=_hub_info,
+        load=lambda spec, arch, pretrained, *_: hub_model(spec, pretrained=pretrained).module,
+        fit=lambda *_: {},
+        classifier=_hub_classifier,
+    ),
+    Source(
+        "onnx",
+        matches=lambda spec, arch: _is_onnx(spec),
+        info=_onnx_info,
+        load=_onnx_load,
+        fit=_onnx_fit_of,
+        format=formats.ONNX,
+    ),
+    Source(
+        "demo",
+        matches=lambda spec, arch: spec == "demo" and arch is None,
+        info=lambda spec: _demo_info(),
+        load=_demo_load,
+        fit=_demo_fit,
+        names=lambda: ("demo",),
+    ),
+    Source(
+        "real",
+        matches=lambda spec, arch: spec == lite.NAME,
+        info=lambda spec: _lite_info(),
+        load=_lite_load,
+        fit=_lite_fit,
+        names=lambda: (lite.NAME,),
+        classifier=_lite_classifier,
+    ),
+    Source(
+        "zoo",
+        matches=lambda spec, arch: spec in zoo.ZOO and arch is None,
+        info=_zoo_info,
+        load=lambda spec, arch, pretrained, *_: zoo.build(spec, pretrained=pretrained),
+        fit=_zoo_fit,
+        names=lambda: tuple(zoo.ZOO),
+    ),
+    Source(
+        "folder",
+        matches=lambda spec, arch: arch is None and spec in folder_models(),
+        info=lambda spec: dataclasses.replace(_onnx_info(str(folder_models()[spec])), name=spec),
+        load=_folder_load,
+        fit=lambda *_: {},
+        names=lambda: tuple(folder_models()),
+        classifier=_folder_classifier,
+        listed=lambda spec: _named_info(spec, folder_models()[spec]),
+    ),
+    Source(
+        "file",
+        matches=_is_model_file,
+        info=_file_info,
+        load=_file_load,
+        fit=_file_fit,
+        format=formats.TORCH,
+    ),
+]

@@ -12,7 +12,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.io import decode_image
-from models import registry
+from models import formats, registry
 from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
 from pages.lib import state
@@ -146,11 +146,8 @@ def _model_upload(s: Analysis) -> None:
             "A state_dict (.pt or .pth) holds only weights: choose its architecture below.",
         )
         return
-    if suffix not in (".onnx", ".pt2", ".pt", ".pth"):
-        _refuse_model_file(
-            "A model file must be an .onnx file, a .pt2 (torch.export) or TorchScript .pt file, "
-            "or a state_dict (.pt or .pth) with its architecture chosen below."
-        )
+    if suffix not in formats.suffixes():
+        _refuse_model_file(f"A model file must be {formats.in_words()} chosen below.")
         return
     data = up.getvalue()
     # Per-session folder, never a shared path; a sub-folder per content, because the loaded
@@ -340,7 +337,7 @@ def sidebar(s: Analysis) -> None:
         with st.expander("Upload your own model"):
             st.file_uploader(
                 "Model file (.onnx, .pt2, TorchScript .pt, or a state_dict)",
-                type=["onnx", "pt2", "pt", "pth"],
+                type=[x.lstrip(".") for x in formats.suffixes()],
                 key=_model_upload_key(),
             )
             st.file_uploader("Labels (one class name per line)", type=["txt"], key="labels_upload")
