@@ -323,7 +323,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         read_labels,
         read_mask,
     )
-    from models.registry import load_classifier
+    from models.registry import fit_warning, load_classifier
 
     image = read_image(a.image)
     config = settings_from_args(a)
@@ -352,6 +352,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
     if a.labels:
         names = read_labels(a.labels)
         _warn_label_count(a.labels, names, int(model.predict(image).shape[-1]))
+    misfit = fit_warning(a.model, image.shape, "give one with --model")
+    if misfit:  # as the app says it, before the run
+        sys.stderr.write(f"limecraft: warning: {misfit}\n")
     result = explain(
         image,
         model,

@@ -245,12 +245,17 @@ def model_info(name: str) -> ModelInfo:
     return source_of(name).info(name)
 
 
-def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
+def fit_warning(
+    name: str,
+    image_shape: tuple[int, ...],
+    other_model: str = "upload your own model in the sidebar",
+) -> str | None:
     """Why a registered model cannot mean anything for an image of this shape, or None.
 
     The demo model was trained only on 128x128 synthetic shape pictures; on anything else its
     scores are numbers without meaning, however confident they look. The real ImageNet model
-    fits any photo; only a tiny one is worth a word."""
+    fits any photo; only a tiny one is worth a word. ``other_model`` says how to choose another
+    model where the warning is read (the app's words by default; the CLI says --model)."""
     if name == "demo":
         from . import demo
 
@@ -259,7 +264,7 @@ def fit_warning(name: str, image_shape: tuple[int, ...]) -> str | None:
                 "The demo model knows only LIMEcraft's synthetic shapes (circle, square, "
                 f"triangle, star on {demo.IMAGE_SIZE}×{demo.IMAGE_SIZE} px pictures). On this "
                 "image its prediction, its fit and its badges mean nothing: use a model trained "
-                "for images like this one (upload your own model in the sidebar)."
+                f"for images like this one ({other_model})."
             )
     if name == lite.NAME and min(image_shape[:2]) < 32:
         return (

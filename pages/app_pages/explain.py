@@ -66,7 +66,8 @@ def _offer_more_samples(
             try:
                 bigger = config.replace(samples=more)
                 done = state.run_explain(s.image, reg, A.model_ref(s), bigger, live=True)
-                A.set_explanation(s, done, bigger)
+                A.set_explanation(s, done, config)  # the settings stay as the analyst typed them
+                s.stopped_from = None
             except (lc.LimecraftError, lc.ModelError) as e:
                 display.error(f"Explain failed: {e}")
                 return
@@ -104,6 +105,8 @@ with left:
         st.info(reg.note, icon=":material/info:")
 with right:
     config = explain_controls(s)
+    if config != s.config:  # typed settings are part of the analysis: saved, and back after F5
+        s.config = config
     clicked = st.button("Explain", type="primary", key="explain")
     if st.session_state.get("cancel-Explaining"):
         st.info("Explain was cancelled. Your regions and earlier results are kept.")
@@ -115,6 +118,7 @@ with right:
                 run_config = config.replace(samples=stop_at) if stop_at else config
                 ex = state.run_explain(s.image, reg, A.model_ref(s), run_config, live=True)
                 A.set_explanation(s, ex, config)
+                s.stopped_from = config.sampling.samples if stop_at else None
             except (lc.LimecraftError, lc.ModelError) as e:
                 display.error(f"Explain failed: {e}")
     if s.explanation is not None:
@@ -124,8 +128,8 @@ with right:
         samples = f"{used} samples" + (
             f" (stopped early, {asked} allowed: the conclusion was already settled)"
             if used < asked
-            else f" (you stopped here; the settings allow {s.config.sampling.samples})"
-            if asked < s.config.sampling.samples
+            else f" (you stopped here; the settings allow {s.stopped_from})"
+            if s.stopped_from is not None and asked < s.stopped_from
             else ""
         )
         hand = f" ({run.handcrafted} handcrafted)" if run.handcrafted else ""

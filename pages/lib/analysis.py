@@ -149,7 +149,8 @@ class Analysis:
     merges: list[Merge] = field(default_factory=list)
     restored: lc.Regions | None = None  # a restored explanation's own map, until regions change
     selected: frozenset[str] = frozenset()
-    config: lc.ExplainConfig = APP_CONFIG
+    config: lc.ExplainConfig = APP_CONFIG  # the settings as typed (saved before any Explain)
+    stopped_from: int | None = None  # the samples the last Explain allowed, when it was stopped
     edits: list[Edit] = field(default_factory=list)
     explanation: lc.Explanation | None = None
     explanation_auto: lc.Explanation | None = None

@@ -154,6 +154,7 @@ def get() -> Analysis:
     """This session's analysis: the one in the URL (after a reload), else a fresh demo one."""
     if "app" not in st.session_state:
         st.session_state["app"] = _open_from_url()
+        st.session_state["_recent"] = _recent_from_url(st.session_state["app"].id)
         st.session_state["_saved"] = A.fingerprint(st.session_state["app"])
         if st.query_params.get("a") != st.session_state["app"].id:
             st.session_state["_saved"] = None  # a new id: save it at the end of this run
@@ -193,6 +194,37 @@ def recent() -> list[Analysis]:
     return st.session_state.setdefault("_recent", [])
 
 
+def _recent_from_url(current: str) -> list[Analysis]:
+    """After a reload: the recent analyses the address names (``r``, their ids), as saved,
+    those this account may open; an id that is gone or another account's is left out."""
+    ids = [i for i in (st.query_params.get("r") or "").split(",") if valid_id(i) and i != current]
+    out = []
+    who = owner()
+    for aid in list(dict.fromkeys(ids))[:RECENT]:
+        d = store().load(aid, who)
+        if d is None:
+            continue
+        try:
+            a = A.from_dict(d)
+        except lc.LimecraftError:
+            continue
+        a.id = aid
+        _usable_model(a)
+        out.append(a)
+    return out
+
+
+def kept(rec: list[Analysis], most: int = RECENT) -> list[Analysis]:
+    """The recent list (newest first) cut to ``most`` entries: the oldest entry that holds no
+    work goes first, and one with regions, edits or results only when every entry has work,
+    so a burst of uploads never pushes out real work."""
+    rec = list(rec)
+    while len(rec) > most:
+        idle = [i for i, r in enumerate(rec) if not A.has_work(r)]
+        rec.pop(idle[-1] if idle else len(rec) - 1)
+    return rec
+
+
 def _switch(new: Analysis) -> None:
     """Make ``new`` the session's analysis; the current one goes to the recent list if it holds
     work. Widgets that show the analysis are set to its values (they would keep the old ones)."""
@@ -202,7 +234,13 @@ def _switch(new: Analysis) -> None:
     if cur is not None and cur.id != new.id and (A.has_work(cur) or cur.source == "upload"):
         save(cur)
         rec.insert(0, cur)
-    st.session_state["_recent"] = rec[:RECENT]
+    rec = kept(rec)
+    st.session_state["_recent"] = rec
+    # the list's ids ride in the address, so a reload (F5) brings the list back
+    if rec:
+        st.query_params["r"] = ",".join(r.id for r in rec)
+    elif "r" in st.query_params:
+        del st.query_params["r"]
     new.canvas_version = (cur.canvas_version + 1) if cur is not None else 0
     st.session_state["app"] = new
     st.session_state["_view"] = st.session_state.get("_view", 0) + 1

@@ -7,7 +7,17 @@ import re
 
 import numpy as np
 import pytest
-from e2e_helpers import CANVAS, choose, click, enter, goto, rerun, track, upload
+from e2e_helpers import (
+    CANVAS,
+    choose,
+    click,
+    enter,
+    goto,
+    open_expander,
+    rerun,
+    track,
+    upload,
+)
 from e2e_helpers import open_app as _open_app
 from e2e_helpers import shot as _shot
 from PIL import Image
@@ -159,6 +169,19 @@ def test_a_reload_brings_back_regions_edits_and_results(page, app_url):
     expect(page.get_by_text("Applied edits")).to_be_visible()
     explain_now(page)
     expect(page).to_have_url(re.compile(r"\?a="))
+    # settings typed after the Explain, not explained yet (issue 29, item 4)
+    open_expander(page, "Settings")
+    samples = page.get_by_role("spinbutton", name="Samples", exact=True)
+    seed = page.get_by_role("spinbutton", name="Seed", exact=True)
+    explained = samples.input_value()
+    # (a rerun may fold the Settings away: each value is read back once the box is open again)
+    enter(page, samples, 500, key="Tab", shown=False)
+    open_expander(page, "Settings")
+    expect(samples).to_have_value("500")
+    enter(page, seed, 7, key="Tab", shown=False)
+    open_expander(page, "Settings")
+    expect(seed).to_have_value("7")
+    assert explained != "500"
     shot(page, "b1-before-reload")
 
     rerun(page, page.reload, what="reload")
@@ -166,6 +189,12 @@ def test_a_reload_brings_back_regions_edits_and_results(page, app_url):
     expect(
         page.get_by_text(re.compile(r"^Explained \d+ regions \(1 handcrafted\)"))
     ).to_be_visible()
+    open_expander(page, "Settings")
+    expect(samples).to_have_value("500")  # typed, not explained: kept all the same
+    expect(seed).to_have_value("7")
+    # the result is still the one explained with the earlier settings
+    ran = rf"with ({explained} samples|\d+ samples \(stopped early, {explained} allowed)"
+    expect(page.get_by_text(re.compile(ran)).first).to_be_visible()
     shot(page, "b2-after-reload-explain")
     # (goto waits for Craft's canvas to report its size, a rerun: a link clicked during that
     # rerun was undone by it once in CI)
@@ -200,6 +229,11 @@ def test_a_new_image_keeps_the_previous_analysis(page, app_url, tmp_path):
     page.get_by_role("button", name="Start fresh").scroll_into_view_if_needed()
     shot(page, "c1-new-image-recent-list")
     recent = page.get_by_role("button", name=re.compile(r"demo-conflict-1 · 1 region"))
+    expect(recent).to_be_visible()
+    # a reload (F5) keeps the list: its ids ride in the address (issue 29, item 3)
+    rerun(page, page.reload, new=[CANVAS], what="reload")
+    expect(page.get_by_text("No handcrafted regions yet.")).to_be_visible()
+    expect(recent).to_be_visible()
     click(page, recent, new=[CANVAS])
     expect(page.locator("input[value='tag']")).to_be_visible()
     # the uploaded image waits in the list in turn (it cannot be picked from the gallery)

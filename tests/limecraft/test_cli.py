@@ -635,3 +635,20 @@ def test_a_state_dict_without_its_architecture_is_told_to_name_it(files, capsys)
     assert line.endswith(
         "If it is a state_dict, name its architecture with --arch (for example --arch resnet18)"
     )
+
+
+def test_the_demo_model_on_a_photo_is_warned_about_as_the_app_does(files, capsys):
+    """The demo model knows only its 128 px shape pictures: on a photo the CLI says, as the app
+    does, that its result means nothing, and how to choose another model (issue 29, item 10).
+    On its own pictures it says nothing of the kind."""
+    from models.demo import generate
+
+    common = ["--model", "demo", "--samples", "40", "--quiet"]
+    assert main(["explain", str(files["img"]), *common, "--out", str(files["dir"] / "p")]) == 0
+    err = capsys.readouterr().err
+    assert "limecraft: warning: The demo model knows only LIMEcraft's synthetic shapes" in err
+    assert "mean nothing" in err and "(give one with --model)" in err
+    own = files["dir"] / "shape.png"
+    Image.fromarray(generate(1, seed=3, mode="conflict")[0].image).save(own)
+    assert main(["explain", str(own), *common, "--out", str(files["dir"] / "s")]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -428,6 +428,55 @@ def test_a_new_image_keeps_the_previous_analysis_in_recent():
     assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
 
 
+def _upload(at, name: str, seed: int) -> None:
+    """A new small photo through the sidebar's uploader."""
+    noise = np.random.default_rng(seed).integers(0, 256, (64, 80, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(noise).save(buf, format="PNG")
+    image_uploader(at).set_value((name, buf.getvalue(), "image/png")).run()
+    assert not at.exception, at.exception
+
+
+def test_recent_analyses_come_back_after_a_reload_and_a_burst_of_uploads_keeps_the_work():
+    """Issue 29, item 3: the crafted analysis survives five quick uploads (the untouched
+    uploads make way for it), and after F5 the list is the same: its ids ride in the address."""
+    at = run_app()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    worked = at.session_state["app"].id
+    for i in range(6):
+        _upload(at, f"quick-{i}.png", seed=i)
+    listed = [r.id for r in at.session_state["_recent"]]
+    assert len(listed) == 5 and worked in listed  # the oldest untouched upload went instead
+    names = [b.label.split(" · ")[0] for b in at.sidebar.button if "·" in b.label]
+    assert "quick-0.png" not in names and "quick-4.png" in names
+    query = {k: at.query_params[k] for k in ("a", "r")}
+    query = {k: v[0] if isinstance(v, list) else v for k, v in query.items()}
+    assert query["r"].split(",") == listed
+
+    again = run_app(query)  # a new session on the same address: what a reload is
+    assert [r.id for r in again.session_state["_recent"]] == listed
+    back = next(b for b in again.sidebar.button if b.label.startswith(sample_names()[0]))
+    back.click().run()
+    s = again.session_state["app"]
+    assert s.id == worked and [h.name for h in s.hand] == ["tag"]
+    # an id in the address that this account cannot open is left out, without a word
+    other = run_app({"a": query["a"], "r": "x" * 32 + "," + worked})
+    assert [r.id for r in other.session_state["_recent"]] == [worked]
+
+
+def test_the_recent_list_drops_untouched_entries_before_work():
+    from pages.lib.state import kept
+
+    img = np.zeros((8, 8, 3), np.uint8)
+    entries = [A.new(img, f"n{i}") for i in range(7)]  # newest first
+    for i in (0, 5, 6):  # work in the newest and the two oldest
+        entries[i].hand = [object()]
+    out = kept(entries, most=5)
+    assert [a.image_name for a in out] == ["n0", "n1", "n2", "n5", "n6"]
+    assert kept(entries[5:] + entries[:1], most=2) == entries[5:]  # all work: the oldest goes
+
+
 @pytest.mark.slow
 def test_switching_gallery_images_and_back_keeps_the_results():
     at = run_app()
@@ -505,3 +554,17 @@ def test_each_image_is_encoded_once_however_often_the_analysis_is_saved(monkeypa
     changed = image.copy()
     changed[0, 0] ^= 1
     assert A._b64_png(changed) != first and len(encoded) == 2
+
+
+def test_settings_typed_before_any_explain_come_back_after_a_reload():
+    """Issue 29, item 4: Samples 500 and Seed 7 typed, no Explain, then F5: the boxes show 500
+    and 7 (they were the last Explain's values before). An Explain afterwards runs with them."""
+    at = run_app()
+    aid = at.session_state["app"].id
+    setting(at, "samples").set_value(500).run()
+    setting(at, "seed").set_value(7).run()
+    assert at.session_state["app"].explanation is None
+    again = run_app({"a": aid})  # a new session on the same URL: what a reload is
+    assert setting(again, "samples").value == 500 and setting(again, "seed").value == 7
+    cfg = again.session_state["app"].config
+    assert cfg.sampling.samples == 500 and cfg.sampling.seed == 7
