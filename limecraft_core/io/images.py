@@ -91,11 +91,31 @@ def _to_rgb(im: Image.Image) -> np.ndarray:
         return np.repeat(g[..., None], 3, axis=2)
     if im.mode == "P" and "transparency" in im.info:
         im = im.convert("RGBA")
-    if im.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+    if im.mode in _TRANSPARENT_MODES:
         im = im.convert("RGBA")
         bg = Image.new("RGBA", im.size, (*IMAGE_BACKGROUND, 255))
         im = Image.alpha_composite(bg, im)
     return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
+
+
+_TRANSPARENT_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
+
+
+def conversion_note(data: bytes) -> str:
+    """What :func:`decode_image` does to these bytes that a person would not expect, in words
+    for the page ("" when nothing, or when they cannot be read): an animation gives its first
+    frame, and transparency is flattened on white. Reads the header (and a GIF's frame count)."""
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            notes = []
+            frames = int(getattr(im, "n_frames", 1))
+            if frames > 1:
+                notes.append(f"the first of its {frames} frames")
+            if im.mode in _TRANSPARENT_MODES or (im.mode == "P" and "transparency" in im.info):
+                notes.append("its transparency flattened on white")
+            return ", ".join(notes)
+    except Exception:  # decode_image says what is wrong with the file
+        return ""
 
 
 def decode_image(data: bytes, name: str = "the image") -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import streamlit as st
 
@@ -19,11 +21,16 @@ STEPS = (
 )
 
 
-def first_steps() -> None:
-    """Three short steps on a first visit, until dismissed or the first explanation."""
-    if st.session_state.get("steps_seen") or state.get().explanation is not None:
-        return
-    with st.container(border=True):
+def first_steps() -> Any:
+    """Three short steps on a first visit, until dismissed or the session's first explanation
+    (then they do not come back for a new image). Returns their place on the page, emptied at
+    the end of the run that explains (they would stay above the first result)."""
+    if state.get().explanation is not None:
+        st.session_state["steps_seen"] = True
+    place = st.empty()
+    if st.session_state.get("steps_seen"):
+        return place
+    with place.container(border=True):
         st.markdown("**How it works**  \n" + "  \n".join(STEPS))
         st.button(
             "Got it",
@@ -31,6 +38,7 @@ def first_steps() -> None:
             on_click=st.session_state.__setitem__,
             args=("steps_seen", True),
         )
+    return place
 
 
 def image_header(s: state.AppState) -> None:
@@ -76,7 +84,7 @@ def _offer_more_samples(
 
 s = state.get()
 st.title("LIMEcraft")
-first_steps()
+steps = first_steps()
 image_header(s)
 
 reg = state.regions(s)
@@ -192,3 +200,6 @@ if ex is not None and np.array_equal(ex.segments, labels):
                     )
 elif ex is not None:
     st.info("The regions changed since the last explanation; press Explain again.")
+if s.explanation is not None:  # the first result is shown: the first steps have done their job
+    st.session_state["steps_seen"] = True
+    steps.empty()

@@ -157,6 +157,8 @@ class Analysis:
     trust_explanation: lc.Explanation | None = None
     edited_image: np.ndarray | None = None  # the edited image that edited_explanation explains
     edited_explanation: lc.Explanation | None = None
+    # the results of the other models this analysis used, by model (the last MAX_OTHER_MODELS)
+    other_models: dict[ModelRef, Results] = field(default_factory=dict)
     # the expected mask an audit judged the image against (not a region of the map), and
     # whether it counts as expected now
     expected_area: np.ndarray | None = None
@@ -283,8 +285,34 @@ def _regions_changed(a: Analysis) -> None:
 
 
 def _results_stale(a: Analysis) -> None:
-    a.explanation = a.explanation_auto = a.trust_explanation = None
-    a.edited_image = a.edited_explanation = None
+    _set_results(a, Results())
+
+
+@dataclass(frozen=True)
+class Results:
+    """One model's results in an analysis: kept when another model is picked, and shown again
+    when the analyst comes back to it."""
+
+    explanation: lc.Explanation | None = None
+    explanation_auto: lc.Explanation | None = None
+    trust_explanation: lc.Explanation | None = None
+    edited_image: np.ndarray | None = None
+    edited_explanation: lc.Explanation | None = None
+
+    def any(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
+
+
+MAX_OTHER_MODELS = 4  # other models' results kept in an analysis (the oldest go first)
+
+
+def _results_of(a: Analysis) -> Results:
+    return Results(*(getattr(a, f.name) for f in dataclasses.fields(Results)))
+
+
+def _set_results(a: Analysis, r: Results) -> None:
+    for f in dataclasses.fields(Results):
+        setattr(a, f.name, getattr(r, f.name))
 
 
 def add_region(a: Analysis, mask: np.ndarray, name: str = "") -> HandRegion:
@@ -417,11 +445,18 @@ def set_model(
     arch: str | None = None,
     normalize: str | None = None,
 ) -> None:
-    """Another model: the results were the old model's."""
+    """Another model: the old model's results are kept for it, and the new model's earlier
+    results, if this analysis has any, come back."""
     new = (name, labels, arch, normalize)
     if new != (a.model_name, a.model_labels, a.model_arch, a.model_normalize):
+        held = _results_of(a)
+        if held.any():
+            a.other_models.pop(model_ref(a), None)
+            a.other_models[model_ref(a)] = held
+            while len(a.other_models) > MAX_OTHER_MODELS:
+                del a.other_models[next(iter(a.other_models))]
         a.model_name, a.model_labels, a.model_arch, a.model_normalize = new
-        _results_stale(a)
+        _set_results(a, a.other_models.pop(model_ref(a), Results()))
 
 
 @dataclass(frozen=True)
@@ -557,6 +592,12 @@ def fingerprint(a: Analysis) -> str:
             )
         ],
     ]
+    parts.append(
+        [
+            (ref, [id(getattr(r, f.name)) for f in dataclasses.fields(Results)])
+            for ref, r in a.other_models.items()
+        ]
+    )
     h.update(repr(parts).encode())
     for arr in (a.image, a.tag_mask, a.edited_image, a.expected_area, *(r.mask for r in a.hand)):
         h.update(b"-" if arr is None else digest(arr).encode())
@@ -649,14 +690,30 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "selected": sorted(a.selected),
         "settings": a.config.to_dict(),
         "edits": [{f.name: getattr(e, f.name) for f in dataclasses.fields(e)} for e in a.edits],
-        "results": {
-            "explanation": _ex(a.explanation),
-            "automatic": _ex(a.explanation_auto),
-            "trust": _ex(a.trust_explanation),
-            "edited": None
-            if a.edited_explanation is None or a.edited_image is None
-            else {"image": _b64_png(a.edited_image), "explanation": _ex(a.edited_explanation)},
-        },
+        "results": _results_dict(_results_of(a)),
+        "other_models": [
+            {
+                "model": {
+                    "name": ref.name,
+                    "labels": None if ref.labels is None else list(ref.labels),
+                    "arch": ref.arch,
+                    "normalize": ref.normalize,
+                },
+                "results": _results_dict(r),
+            }
+            for ref, r in a.other_models.items()
+        ],
+    }
+
+
+def _results_dict(r: Results) -> dict[str, Any]:
+    return {
+        "explanation": _ex(r.explanation),
+        "automatic": _ex(r.explanation_auto),
+        "trust": _ex(r.trust_explanation),
+        "edited": None
+        if r.edited_explanation is None or r.edited_image is None
+        else {"image": _b64_png(r.edited_image), "explanation": _ex(r.edited_explanation)},
     }
 
 
@@ -873,16 +930,22 @@ def from_dict(d: Any) -> Analysis:
         config = within_app(lc.ExplainConfig.from_dict(d.get("settings")))
     except lc.LimecraftError as e:
         raise _fail(f"settings: {e}") from None
-    res = _obj(d.get("results", {}), "results")
-    edited = res.get("edited")
-    edited_image = edited_ex = None
-    if edited is not None:
-        edited = _obj(edited, "results.edited")
-        edited_image = _image(edited.get("image"), "edited image")
-        if edited_image.shape != image.shape:
-            raise _fail("the edited image must have the image's size")
-        edited_ex = _explanation(edited.get("explanation"), "results.edited", shape)
-    return Analysis(
+    results = _results_from(d.get("results", {}), "results", image)
+    others = {}
+    for i, o in enumerate(_list(d.get("other_models", []), "other_models", MAX_OTHER_MODELS)):
+        o = _obj(o, f"other_models[{i}]")
+        m = _obj(o.get("model"), f"other_models[{i}].model")
+        names = m.get("labels")
+        ref = ModelRef(
+            _text(m.get("name"), "model name", 4096),
+            None
+            if names is None
+            else tuple(_text(x, "a class label", 1000) for x in _list(names, "labels", 100_000)),
+            None if m.get("arch") is None else _text(m.get("arch"), "arch", 100),
+            _normalize(m.get("normalize")),
+        )
+        others[ref] = _results_from(o.get("results", {}), f"other_models[{i}].results", image)
+    a = Analysis(
         image=image,
         image_name=_text(img.get("name"), "image name", 300),
         tag_mask=None if tag is None else _array(tag, "tag_mask", shape, "bui").astype(bool),
@@ -909,9 +972,28 @@ def from_dict(d: Any) -> Analysis:
         ),
         config=config,
         edits=[_edit(e, i) for i, e in enumerate(_list(d.get("edits", []), "edits", MAX_EDITS))],
-        explanation=_explanation(res.get("explanation"), "results.explanation", shape),
-        explanation_auto=_explanation(res.get("automatic"), "results.automatic", shape),
-        trust_explanation=_explanation(res.get("trust"), "results.trust", shape),
+        other_models=others,
+    )
+    _set_results(a, results)
+    return a
+
+
+def _results_from(res: Any, where: str, image: np.ndarray) -> Results:
+    """One model's results as :func:`_results_dict` writes them."""
+    res = _obj(res, where)
+    shape = image.shape[:2]
+    edited = res.get("edited")
+    edited_image = edited_ex = None
+    if edited is not None:
+        edited = _obj(edited, f"{where}.edited")
+        edited_image = _image(edited.get("image"), "edited image")
+        if edited_image.shape != image.shape:
+            raise _fail("the edited image must have the image's size")
+        edited_ex = _explanation(edited.get("explanation"), f"{where}.edited", shape)
+    return Results(
+        explanation=_explanation(res.get("explanation"), f"{where}.explanation", shape),
+        explanation_auto=_explanation(res.get("automatic"), f"{where}.automatic", shape),
+        trust_explanation=_explanation(res.get("trust"), f"{where}.trust", shape),
         edited_image=edited_image,
         edited_explanation=edited_ex,
     )

@@ -12,6 +12,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.io import decode_image
+from limecraft_core.io.images import conversion_note
 from models import formats, registry
 from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
@@ -70,8 +71,10 @@ def load_pending() -> None:
                     "Change the superpixels on Craft regions.",
                 )
             else:
+                note = conversion_note(data)  # a GIF's first frame, transparency on white
                 box.update(
-                    label=f"Loaded {md(name)}: {w}×{h} px, {reg.n_regions} regions",
+                    label=f"Loaded {md(name)}: {w}×{h} px, {reg.n_regions} regions"
+                    + (f" ({note})" if note else ""),
                     state="complete",
                     expanded=False,
                 )

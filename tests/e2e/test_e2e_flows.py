@@ -204,6 +204,17 @@ def test_a_reload_brings_back_regions_edits_and_results(page, app_url):
     expect(page.get_by_text("Applied edits")).to_be_visible()
     expect(page.get_by_text(re.compile(r"remove region 0 .*the tag"))).to_be_visible()
     shot(page, "b3-after-reload-inspect")
+    # another model, then back: the demo model's result is shown again (issue 29, item 5)
+    goto(page, "Explain")
+    result = page.get_by_text(re.compile(r"^Explained \d+ regions \(1 handcrafted\)"))
+    choose(page, "Registry", "efficientnet_lite0")
+    expect(
+        page.get_by_text(re.compile(r"^Now using|model: efficientnet_lite0")).first
+    ).to_be_visible()
+    expect(result).to_have_count(0)
+    choose(page, "Registry", "demo")
+    expect(result).to_be_visible()
+    expect(page.get_by_text("surrogate fidelity").first).to_be_visible()
 
 
 def _png(a: np.ndarray) -> bytes:

@@ -568,3 +568,51 @@ def test_settings_typed_before_any_explain_come_back_after_a_reload():
     assert setting(again, "samples").value == 500 and setting(again, "seed").value == 7
     cfg = again.session_state["app"].config
     assert cfg.sampling.samples == 500 and cfg.sampling.seed == 7
+
+
+def test_each_models_results_are_kept_when_the_model_changes_and_after_a_reload():
+    """Issue 29, item 5: explain with the demo model, pick efficientnet_lite0 (no results for
+    it yet), go back: the demo model's result is there again. The other model's results are
+    saved with the analysis, so a reload keeps them too."""
+    at = run_app()
+    ex = explain(at)
+    assert ex is not None
+    aid = at.session_state["app"].id
+    at.sidebar.selectbox(key="model_pick").set_value("efficientnet_lite0").run()
+    assert not at.exception, at.exception
+    s = at.session_state["app"]
+    assert s.model_name == "efficientnet_lite0" and s.explanation is None
+    assert not any("surrogate fidelity" in m.value for m in at.markdown)
+    at.sidebar.selectbox(key="model_pick").set_value("demo").run()
+    s = at.session_state["app"]
+    assert s.model_name == "demo" and s.explanation is ex and s.other_models == {}
+    assert any("surrogate fidelity" in m.value for m in at.markdown)
+
+    at.sidebar.selectbox(key="model_pick").set_value("efficientnet_lite0").run()
+    again = run_app({"a": aid})  # a reload while the other model is picked
+    s = again.session_state["app"]
+    assert s.model_name == "efficientnet_lite0" and s.explanation is None
+    assert [r.name for r in s.other_models] == ["demo"]
+    again.sidebar.selectbox(key="model_pick").set_value("demo").run()
+    back = again.session_state["app"].explanation
+    assert back is not None and np.array_equal(back.class_weights, ex.class_weights)
+    # a file written before this kept the results of one model only: it still opens
+    d = A.to_dict(s)
+    del d["other_models"]
+    assert A.from_dict(d).other_models == {}
+
+
+def test_the_first_steps_go_with_the_first_result_and_do_not_come_back():
+    """Issue 29, item 8: "How it works" is shown until the first result, not under it, and a
+    new image does not bring it back."""
+    at = run_app()
+    at.switch_page(EXPLAIN).run()
+
+    def steps_shown(at) -> bool:
+        return any(m.value.startswith("**How it works**") for m in at.markdown)
+
+    assert steps_shown(at)
+    explain(at)
+    assert not steps_shown(at)
+    widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
+    assert at.session_state["app"].explanation is None and not steps_shown(at)

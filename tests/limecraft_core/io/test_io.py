@@ -115,3 +115,27 @@ def test_labels_file(tmp_path):
     p.write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(LimecraftError, match="UTF-8"):
         read_labels(p)
+
+
+def test_the_conversion_note_says_what_decoding_changed():
+    """The "Loaded ..." line adds one clause when the picture is not the file as it is: a GIF's
+    first frame, transparency flattened on white (issue 29, item 8). An opaque PNG: nothing."""
+    import io as _io
+
+    from PIL import Image as _Image
+
+    from limecraft_core.io.images import conversion_note
+
+    def saved(im, fmt, **kw) -> bytes:
+        buf = _io.BytesIO()
+        im.save(buf, format=fmt, **kw)
+        return buf.getvalue()
+
+    rgb = _Image.new("RGB", (20, 10), (10, 200, 30))
+    assert conversion_note(saved(rgb, "PNG")) == ""
+    rgba = _Image.new("RGBA", (20, 10), (10, 200, 30, 90))
+    assert conversion_note(saved(rgba, "PNG")) == "its transparency flattened on white"
+    frames = [_Image.new("RGB", (20, 10), (80 * i, 40, 200 - 60 * i)) for i in range(3)]
+    gif = saved(frames[0], "GIF", save_all=True, append_images=frames[1:])
+    assert conversion_note(gif) == "the first of its 3 frames"
+    assert conversion_note(b"not an image") == ""
