@@ -535,7 +535,11 @@ def source_of(spec: str, arch: str | None = None) -> Source:
     for src in SOURCES:
         if src.matches(spec, arch):
             return src
-    raise LimecraftError(
+    raise _unknown_model(spec)
+
+
+def _unknown_model(spec: str) -> LimecraftError:
+    return LimecraftError(
         f"unknown model {spec!r}; registered: {', '.join(m.name for m in list_models())}, "
         "or give a path to a .pt2 / TorchScript .pt / .onnx file"
     )
@@ -587,10 +591,7 @@ def _is_model_file(spec: str, arch: str | None) -> bool:
 
 
 def _file_info(spec: str) -> ModelInfo:
-    raise LimecraftError(
-        f"unknown model {spec!r}; registered: {', '.join(m.name for m in list_models())}, "
-        "or give a path to a .pt2 / TorchScript .pt / .onnx file"
-    )
+    raise _unknown_model(spec)  # a model file says what it is only when it is loaded
 
 
 def _file_load(spec: str, arch: str | None, *_: Any) -> torch.nn.Module:

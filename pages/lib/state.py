@@ -8,6 +8,7 @@ changed through the named actions in :mod:`pages.lib.analysis`. It is saved to t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -140,11 +141,16 @@ def _open_from_url() -> Analysis:
             )
         return a
     try:
-        a = A.from_dict(d)
+        return _reopened(d, aid)
     except lc.LimecraftError as e:
         a = _fresh()
         a.message = f"That saved analysis could not be opened ({md(e)}); a new one is started."
         return a
+
+
+def _reopened(d: dict, aid: str) -> Analysis:
+    """A saved analysis opened again under its id (LimecraftError if it cannot be read)."""
+    a = A.from_dict(d)
     a.id = aid
     _usable_model(a)
     return a
@@ -204,13 +210,8 @@ def _recent_from_url(current: str) -> list[Analysis]:
         d = store().load(aid, who)
         if d is None:
             continue
-        try:
-            a = A.from_dict(d)
-        except lc.LimecraftError:
-            continue
-        a.id = aid
-        _usable_model(a)
-        out.append(a)
+        with contextlib.suppress(lc.LimecraftError):  # unreadable now: left out
+            out.append(_reopened(d, aid))
     return out
 
 
