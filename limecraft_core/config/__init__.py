@@ -10,7 +10,8 @@ its range, which comes from :data:`limecraft_core.limits.LIMITS`.
 Groups: :class:`SegmentationConfig`, :class:`SamplingConfig`, :class:`SurrogateConfig`,
 :class:`FillConfig`, :class:`TargetConfig`, :class:`TrustConfig`, :class:`SpeedConfig`.
 
-The rooms: :mod:`.fields` (``FieldSpec`` and the checks of each kind of value),
+The rooms: :mod:`.kinds` (``KINDS``: each kind of value, how it is checked, read from text and
+written to text and JSON), :mod:`.fields` (``FieldSpec``),
 :mod:`.groups` (the groups) and :mod:`.schema` (``ExplainConfig``, ``fields``, ``spec``,
 ``check_setting``, ``parse_text``). None of them imports torch: the command line's ``--help``
 and the settings form load this package alone.
@@ -18,7 +19,7 @@ and the settings form load this package alone.
 
 from __future__ import annotations
 
-from .fields import AUDIT_DEFAULTS, DEVICES, IN_FLIGHT, KINDS, OUTPUT_SPACES, PRECISIONS, FieldSpec
+from .fields import AUDIT_DEFAULTS, DEVICES, IN_FLIGHT, OUTPUT_SPACES, PRECISIONS, FieldSpec
 from .groups import (
     GROUPS,
     FillConfig,
@@ -29,6 +30,7 @@ from .groups import (
     TargetConfig,
     TrustConfig,
 )
+from .kinds import KINDS, Kind
 from .schema import ExplainConfig, check_setting, fields, parse_text, spec
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "ExplainConfig",
     "FieldSpec",
     "FillConfig",
+    "Kind",
     "SamplingConfig",
     "SegmentationConfig",
     "SpeedConfig",

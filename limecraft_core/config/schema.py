@@ -20,6 +20,7 @@ from .groups import (
     TrustConfig,
     _spec,
 )
+from .kinds import KINDS
 
 
 def fields() -> tuple[FieldSpec, ...]:
@@ -28,16 +29,6 @@ def fields() -> tuple[FieldSpec, ...]:
 
 
 _BY_NAME = {s.name: s for s in fields()}
-
-
-def _jsonable(v: Any, kind: str = "") -> Any:
-    if kind == "params":
-        return dict(v)
-    if isinstance(v, tuple):
-        return list(v)
-    if callable(v):
-        return f"custom:{getattr(v, '__name__', 'function')}"
-    return v
 
 
 @dataclass(frozen=True)
@@ -93,7 +84,7 @@ class ExplainConfig:
         """JSON-ready: ``{group: {flat name: value}}``."""
         out: dict[str, dict[str, Any]] = {g: {} for g in GROUPS}
         for s in fields():
-            out[s.group][s.name] = _jsonable(getattr(getattr(self, s.group), s.attr), s.kind)
+            out[s.group][s.name] = KINDS[s.kind].to_json(getattr(getattr(self, s.group), s.attr))
         return out
 
     @classmethod
@@ -154,47 +145,12 @@ def check_setting(name: str, value: Any) -> Any:
 
 def parse_text(spec_: FieldSpec, text: str) -> Any:
     """A setting's value from text, as typed on the command line (then checked by the schema)."""
-    kind = spec_.kind
+    kind = KINDS[spec_.kind]
     t = text.strip()
     if spec_.optional and t.lower() in ("none", ""):
         return None
     try:
-        if kind == "int":
-            return int(t)
-        if kind == "float":
-            return float(t)
-        if kind == "bool":
-            if t.lower() in ("1", "true", "yes", "on"):
-                return True
-            if t.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if kind in ("choice", "fill"):
-            return t
-        if kind == "width":
-            return t if t == "uniform" else float(t)
-        if kind == "widths":
-            return tuple(x if x == "uniform" else float(x) for x in _parts(t))
-        if kind == "ints":
-            return tuple(int(x) for x in _parts(t))
-        if kind == "fills":
-            return tuple(_parts(t))
-        if kind == "params":
-            pairs = []
-            for part in _parts(t):
-                k, _, v = part.partition("=")
-                pairs.append((k.strip(), float(v)))
-            return tuple(pairs)
-        if kind == "inner":
-            parts = _parts(t)
-            return int(parts[0]) if len(parts) == 1 else tuple(int(x) for x in parts)
-        if kind == "working_size":
-            return t if t == "auto" else int(t)
+        return kind.parse(t)
     except ValueError:
         pass
-    what = {"int": "an integer", "float": "a number", "ints": "integers separated by commas"}
-    raise LimecraftError(f"cannot read {text!r}: expected {what.get(kind, kind)} ({spec_.help})")
-
-
-def _parts(t: str) -> list[str]:
-    return [x.strip() for x in t.split(",") if x.strip()]
+    raise LimecraftError(f"cannot read {text!r}: expected {kind.expects} ({spec_.help})")

@@ -15,7 +15,14 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.config import FieldSpec, fields, spec
 
-__all__ = ["WIDTH_CHOICES", "forget_widgets", "key_of", "setting_widget", "settings_form"]
+__all__ = [
+    "WIDGETS",
+    "WIDTH_CHOICES",
+    "forget_widgets",
+    "key_of",
+    "setting_widget",
+    "settings_form",
+]
 
 KEY_PREFIX = "set_"
 WIDTH_CHOICES: tuple[float | str, ...] = (0.1, 0.25, 0.5, 1.0, "uniform")
@@ -53,9 +60,7 @@ def _range(s: FieldSpec) -> tuple[float | None, float | None]:
     return lim.lo, lim.hi
 
 
-def _number(
-    s: FieldSpec, value: Any, col: Any, label: str | None = None, prefix: str = KEY_PREFIX
-) -> Any:
+def _number(s: FieldSpec, value: Any, col: Any, key: str, label: str) -> Any:
     lo, hi = _range(s)
     is_int = s.kind == "int"
     cast = int if is_int else float
@@ -69,101 +74,145 @@ def _number(
         )
     empty = s.optional and s.default is None  # empty is None, the default behaviour
     return col.number_input(
-        label or _label(s),
+        label,
         min_value=lo,
         max_value=hi,
         value=value,
         step=1 if is_int else None,
-        key=key_of(s.name, prefix),
+        key=key,
         help=s.help + (" (empty: the default)" if empty else ""),
         placeholder=DEFAULT_LABEL if empty else None,
     )
 
 
-def setting_widget(s: FieldSpec, value: Any, col: Any = st, prefix: str = KEY_PREFIX) -> Any:
-    """One setting's widget; returns the value it shows (None where the default applies)."""
-    key, label, help_ = key_of(s.name, prefix), _label(s), s.help
-    kind = s.kind
-    if kind == "bool":
-        if s.optional:
-            opts = [None, True, False]
-            return col.selectbox(
-                label,
-                opts,
-                index=opts.index(value),
-                key=key,
-                help=help_,
-                format_func=lambda v: DEFAULT_LABEL if v is None else ("on" if v else "off"),
-            )
-        return col.checkbox(label, bool(value), key=key, help=help_)
-    if kind == "choice":
-        choices = [c for c in s.choices if c != "given"]
+# ----------------------------------------------------------------------------- the widgets
+# One function per kind of setting (limecraft_core.config.KINDS), in the table WIDGETS below:
+# (spec, value, column, key, label, help) -> the value the widget shows.
+
+
+def _bool(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    if s.optional:
+        opts = [None, True, False]
         return col.selectbox(
             label,
-            choices,
-            index=choices.index(value) if value in choices else 0,
+            opts,
+            index=opts.index(value),
             key=key,
             help=help_,
+            format_func=lambda v: DEFAULT_LABEL if v is None else ("on" if v else "off"),
         )
-    if kind in ("int", "float"):
-        if s.optional and s.default is not None:
-            # None is "off" (e.g. early stop): a checkbox, then the value when it is on (a
-            # number box cannot be emptied once it holds a value)
-            on = col.checkbox(label, value is not None, key=key + "_on", help=help_)
-            if not on:
-                return None
-            value = s.default if value is None else value
-            return _number(s, value, col, f"{label}: value", prefix)
-        return _number(s, value, col, prefix=prefix)
-    if kind == "width":
-        uniform = col.checkbox(
-            "Uniform kernel", value == "uniform", key=key + "_uniform", help=help_
+    return col.checkbox(label, bool(value), key=key, help=help_)
+
+
+def _choice(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    choices = [c for c in s.choices if c != "given"]
+    return col.selectbox(
+        label,
+        choices,
+        index=choices.index(value) if value in choices else 0,
+        key=key,
+        help=help_,
+    )
+
+
+def _numeric(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    if s.optional and s.default is not None:
+        # None is "off" (e.g. early stop): a checkbox, then the value when it is on (a number
+        # box cannot be emptied once it holds a value)
+        on = col.checkbox(label, value is not None, key=key + "_on", help=help_)
+        if not on:
+            return None
+        value = s.default if value is None else value
+        return _number(s, value, col, key, f"{label}: value")
+    return _number(s, value, col, key, label)
+
+
+def _width(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    uniform = col.checkbox("Uniform kernel", value == "uniform", key=key + "_uniform", help=help_)
+    lo, hi = _range(s)
+    width = col.number_input(
+        label,
+        float(lo),
+        float(hi),
+        0.25 if value == "uniform" else float(value),
+        0.05,
+        key=key,
+        disabled=uniform,
+        help=help_,
+    )
+    return "uniform" if uniform else float(width)
+
+
+def _fill(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    options = [*lc.FILLS, "custom colour"]
+    now = value if value in lc.FILLS else "custom colour"
+    fill = col.selectbox(label, options, index=options.index(now), key=key, help=help_)
+    if fill == "custom colour":
+        fill = col.color_picker(
+            "Fill colour",
+            value if isinstance(value, str) and value.startswith("#") else "#808080",
+            key=key + "_colour",
         )
-        lo, hi = _range(s)
-        width = col.number_input(
-            label,
-            float(lo),
-            float(hi),
-            0.25 if value == "uniform" else float(value),
-            0.05,
-            key=key,
-            disabled=uniform,
-            help=help_,
-        )
-        return "uniform" if uniform else float(width)
-    if kind == "fill":
-        options = [*lc.FILLS, "custom colour"]
-        now = value if value in lc.FILLS else "custom colour"
-        fill = col.selectbox(label, options, index=options.index(now), key=key, help=help_)
-        if fill == "custom colour":
-            fill = col.color_picker(
-                "Fill colour",
-                value if isinstance(value, str) and value.startswith("#") else "#808080",
-                key=key + "_colour",
-            )
-        return fill
-    if kind == "widths":
-        options = list(dict.fromkeys([*WIDTH_CHOICES, *value]))
+    return fill
+
+
+def _several(choices: Any, format_func: Any = str):
+    """A multiselect over ``choices`` plus the values already chosen."""
+
+    def widget(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+        options = list(dict.fromkeys([*choices(), *value]))
+        if s.kind == "ints":
+            options = sorted(options)
         return tuple(
-            col.multiselect(label, options, list(value), key=key, help=help_, format_func=str)
+            col.multiselect(
+                label, options, list(value), key=key, help=help_, format_func=format_func
+            )
         )
-    if kind == "ints":
-        options = sorted({*SIZE_CHOICES, *value})
-        return tuple(col.multiselect(label, options, list(value), key=key, help=help_))
-    if kind == "fills":
-        options = list(dict.fromkeys([*lc.FILLS, *value]))
-        return tuple(col.multiselect(label, options, list(value), key=key, help=help_))
-    if kind == "working_size":
-        options = list(dict.fromkeys([*WORKING_SIZES, value]))
-        return col.selectbox(
-            label,
-            options,
-            index=options.index(value),
-            key=key,
-            help=help_,
-            format_func=lambda v: "full size" if v is None else str(v),
-        )
-    raise ValueError(f"no widget for {s.name} ({kind}): it is set on its own page")
+
+    return widget
+
+
+def _working_size(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    options = list(dict.fromkeys([*WORKING_SIZES, value]))
+    return col.selectbox(
+        label,
+        options,
+        index=options.index(value),
+        key=key,
+        help=help_,
+        format_func=lambda v: "full size" if v is None else str(v),
+    )
+
+
+def _on_craft(s: FieldSpec, value: Any, col: Any, key: str, label: str, help_: str) -> Any:
+    raise ValueError(
+        f"no widget for {s.name} ({s.kind}): it is set on the Craft page, by the method's own "
+        "controls and per drawn region"
+    )
+
+
+#: The widget of each kind of setting; the keys are limecraft_core.config.KINDS's
+#: (tests/limecraft_core/config/test_kinds.py checks it).
+WIDGETS: dict[str, Any] = {
+    "int": _numeric,
+    "float": _numeric,
+    "bool": _bool,
+    "choice": _choice,
+    "width": _width,
+    "fill": _fill,
+    "widths": _several(lambda: WIDTH_CHOICES),
+    "ints": _several(lambda: SIZE_CHOICES),
+    "fills": _several(lambda: lc.FILLS),
+    "params": _on_craft,
+    "inner": _on_craft,
+    "working_size": _working_size,
+}
+
+
+def setting_widget(s: FieldSpec, value: Any, col: Any = st, prefix: str = KEY_PREFIX) -> Any:
+    """One setting's widget (``WIDGETS``, by the setting's kind); returns the value it shows
+    (None where the default applies)."""
+    return WIDGETS[s.kind](s, value, col, key_of(s.name, prefix), _label(s), s.help)
 
 
 def settings_form(
