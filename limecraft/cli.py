@@ -22,6 +22,8 @@ from limecraft_core._validate import Cancelled, LimecraftError, ModelError
 from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
 from models import formats
 
+from .args import out_dir, positive_int
+
 PROG = "python -m limecraft"
 
 
@@ -31,19 +33,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"limecraft: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
-
-
-def _positive_int(name: str):
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be at least 1, got {v}")
-        return v
-
-    return parse
 
 
 def _setting_type(spec: Any):
@@ -110,7 +99,7 @@ def _add_model_options(p: argparse.ArgumentParser, where: str) -> None:
     )
     p.add_argument("--arch", help="torchvision architecture of a state_dict given as --model")
     p.add_argument("--labels", help="text file with one class name per line")
-    p.add_argument("--input-size", type=_positive_int("--input-size"), help="model input size (px)")
+    p.add_argument("--input-size", type=positive_int("--input-size"), help="model input size (px)")
     p.add_argument(
         "--normalize",
         choices=["imagenet", "half", "none"],
@@ -176,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--top-k",
-        type=_positive_int("--top-k"),
+        type=positive_int("--top-k"),
         default=5,
         help="regions tinted in overlay.png on each side: k for and k against (default: 5)",
     )
@@ -213,18 +202,18 @@ def build_parser() -> argparse.ArgumentParser:
         "and settings are kept, the rest are explained",
     )
     au.add_argument(
-        "--limit", type=_positive_int("--limit"), help="audit only the first N images (by name)"
+        "--limit", type=positive_int("--limit"), help="audit only the first N images (by name)"
     )
     au.add_argument(
         "--in-flight",
-        type=_positive_int("--in-flight"),
+        type=positive_int("--in-flight"),
         default=IN_FLIGHT,
         help=f"images explained at once (default {IN_FLIGHT}): their perturbations share the "
         "model's forward passes where they fit (same input size), or go to Ray Serve together",
     )
     au.add_argument(
         "--top-k",
-        type=_positive_int("--top-k"),
+        type=positive_int("--top-k"),
         default=5,
         help="regions tinted in each overlay.png on each side (default: 5)",
     )
@@ -238,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo-data", help="write demo images, their tag and shape masks and labels.json"
     )
     d.add_argument("--out", required=True)
-    d.add_argument("--count", type=_positive_int("--count"), default=20)
+    d.add_argument("--count", type=positive_int("--count"), default=20)
     d.add_argument("--conflict", action="store_true", help="tag and shape disagree in every image")
     d.add_argument(
         "--mixed",
@@ -277,17 +266,6 @@ def _onnx_inputs(model: Any) -> dict[str, Any]:
         "input_layout": module.graph.layout,
         "model_description": module.description,
     }
-
-
-def _out_dir(path: str) -> Path:
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise LimecraftError(f"--out {path!r} exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise LimecraftError(f"cannot create --out folder {path!r}: {e.strerror or e}") from None
-    return out
 
 
 def _progress_printer(quiet: bool):
@@ -339,7 +317,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         expected_mask = expected_area(
             read_mask(a.expected_mask), image.shape[:2], f"--expected-mask {a.expected_mask!r}"
         )
-    out = _out_dir(a.out)
+    out = out_dir(a.out)
     try:
         model = load_classifier(a.model, **_model_kwargs(a, config))
     except LimecraftError as e:
@@ -617,7 +595,7 @@ def cmd_models(_a: argparse.Namespace) -> int:
 def cmd_demo_data(a: argparse.Namespace) -> int:
     from models.demo_data import write_demo
 
-    out = _out_dir(a.out)
+    out = out_dir(a.out)
     if a.mixed and a.conflict:
         raise LimecraftError("give either --mixed or --conflict, not both")
     if a.mixed:

@@ -22,7 +22,7 @@ __all__ = ["cmd_watermark", "watermark_args"]
 
 
 def watermark_args(w: argparse.ArgumentParser) -> None:
-    from limecraft.cli import _positive_int as positive_int
+    from limecraft.args import positive_int
 
     w.add_argument("images", metavar="IMAGES", help="a folder of images or a list file")
     w.add_argument("--out", required=True, help="folder for images/, masks/ and watermark.json")
@@ -63,7 +63,7 @@ def eval_crop(image: np.ndarray, size: int) -> np.ndarray:
 
 
 def cmd_watermark(a: argparse.Namespace) -> int:
-    from limecraft.cli import _out_dir as out_dir
+    from limecraft.args import out_dir
     from limecraft_core._validate import LimecraftError
     from limecraft_core.edits.watermark import add_watermark
     from limecraft_core.io.dataset import list_images

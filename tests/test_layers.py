@@ -135,6 +135,130 @@ def test_the_command_line_package_imports_nothing_on_its_own():
     assert init <= {"__future__"}, init
 
 
+# ----------------------------------------------------------------------------- no import cycles
+
+PACKAGES = ("limecraft_core", "pages", "models", "serving", "limecraft")
+
+
+def _module_files(root: Path) -> dict[str, Path]:
+    files = {}
+    for pkg in PACKAGES:
+        for p in (root / pkg).rglob("*.py"):
+            parts = list(p.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            files[".".join(parts)] = p
+    return files
+
+
+def _runtime_imports(tree: ast.AST):
+    """Import statements that run: those under ``if TYPE_CHECKING:`` only serve the type
+    checker, and are left out."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in _runtime_imports_of(child))
+            continue
+        yield from _runtime_imports_of(node)
+
+
+def _runtime_imports_of(node: ast.AST):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+    else:
+        yield from _runtime_imports(node)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the project's modules it imports (inside functions too): ``from pkg import
+    name`` is the module ``pkg.name`` where there is one, else the package."""
+    files = _module_files(root)
+
+    def resolve(mod: str, name: str | None = None) -> str | None:
+        if name and f"{mod}.{name}" in files:
+            return f"{mod}.{name}"
+        while mod and mod not in files:
+            mod = mod.rpartition(".")[0]
+        return mod or None
+
+    graph = {}
+    for m, p in files.items():
+        deps = set()
+        for node in _runtime_imports(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = m if p.name == "__init__.py" else m.rpartition(".")[0]
+                    for _ in range(node.level - 1):
+                        base = base.rpartition(".")[0]
+                    mod = base + ("." + node.module if node.module else "")
+                else:
+                    mod = node.module or ""
+                found = [resolve(mod, a.name) for a in node.names]
+            else:
+                found = [resolve(a.name) for a in node.names]
+            deps |= {
+                f for f in found if f and f != m and f.split(".")[0] in PACKAGES and f in files
+            }
+        graph[m] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, round a circle (Tarjan's strongly
+    connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_sees_a_circle_through_a_function_and_skips_type_checking(tmp_path):
+    pkg = tmp_path / "pages" / "lib"
+    pkg.mkdir(parents=True)
+    (tmp_path / "pages" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import x\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import y\n"
+    )
+    (pkg / "d.py").write_text("from pages.lib import c\n")
+    assert cycles(import_graph(tmp_path)) == [["pages.lib.a", "pages.lib.b"]]
+
+
+def test_no_two_modules_import_each_other():
+    """No import circles, through function-level imports included: each circle found here was
+    broken (pages.lib.auth read ``md`` through pages.lib.state, which imports auth; the
+    watermark command imported the command line's helpers from the module that imports it)."""
+    assert cycles(import_graph(ROOT)) == []
+
+
 # ----------------------------------------------------------------------------- files only in io/
 
 ENGINE = ROOT / "limecraft_core"

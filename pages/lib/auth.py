@@ -376,7 +376,7 @@ def _oidc_gate(cfg: AuthConfig) -> None:
             "Log in", key="auth_login", type="primary", on_click=st.login, args=(cfg.provider,)
         )
         st.stop()
-    from .state import md
+    from .display import md
 
     email = user.get("email")
     # A provider that says the address is unverified cannot vouch for it.
