@@ -18,7 +18,9 @@ then centre-crop (``crop_pct``), so scores can differ slightly from theirs on no
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ import torch
 from limecraft_core import Classifier, LimecraftError
 
 from .zoo import download_timeout
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "HUB_PREFIXES",
@@ -224,36 +228,69 @@ def load_timm(name: str, *, pretrained: bool = True) -> HubModel:
     )
 
 
+def _within(call, seconds: float):
+    """``call()``'s result, or TimeoutError when it has not answered after ``seconds`` (it is
+    left to finish in a daemon thread: a network call cannot be interrupted)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=run, daemon=True, name="limecraft-hub-check")
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _timm_weights(name: str) -> str:
-    """Path of ``model.safetensors`` for a timm name, from the HF cache (downloaded if allowed)."""
-    from huggingface_hub import hf_hub_download
+    """Path of ``model.safetensors`` for a timm name, from the HF cache, else downloaded if
+    allowed: the Hub must answer within ``LIMECRAFT_DOWNLOAD_TIMEOUT`` seconds (offline, the
+    Hub's client retries for half a minute)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from timm.models import get_pretrained_cfg
 
     cfg = get_pretrained_cfg(name)
     repo = getattr(cfg, "hf_hub_id", None) if cfg is not None else None
     if not repo:
         raise LimecraftError(
-            f"timm has no Hugging Face weights for {name!r}; pick a tagged name from "
-            "timm.list_models(pretrained=True), or use pretrained=False"
+            f"timm has no Hugging Face weights for {name!r}; pick a name with weights from "
+            "timm.list_models(pretrained=True)"
         )
-    offline = download_timeout() <= 0
     try:
-        return hf_hub_download(
-            repo,
-            "model.safetensors",
-            local_files_only=offline,
-            etag_timeout=download_timeout() or 10,
+        return hf_hub_download(repo, "model.safetensors", local_files_only=True)
+    except Exception:  # not in the cache
+        pass
+    timeout = download_timeout()
+    why = "not in the cache, and downloads are off (LIMECRAFT_OFFLINE or LIMECRAFT_DOWNLOAD_TIMEOUT=0)"
+    if timeout > 0:
+        _log.warning(
+            "fetching the weights for timm:%s from the Hugging Face Hub (giving up after %g s "
+            "without an answer: LIMECRAFT_DOWNLOAD_TIMEOUT)",
+            name,
+            timeout,
         )
-    except Exception as e:  # not cached offline, DNS failure, timeout, 404, gated
-        why = "not in the cache" + (
-            ", and downloads are off"
-            if offline
-            else f", and the download failed ({type(e).__name__})"
-        )
-        raise LimecraftError(
-            f"the pretrained weights for timm:{name} ({repo}/model.safetensors) are not "
-            f"available: {why}; {_CACHE_HINT}, or use pretrained=False for random weights"
-        ) from None
+        try:
+            url = hf_hub_url(repo, "model.safetensors")
+            _within(lambda: get_hf_file_metadata(url, timeout=timeout), timeout)
+            return hf_hub_download(repo, "model.safetensors", etag_timeout=timeout)
+        except TimeoutError:
+            why = f"not in the cache, and the Hub did not answer within {timeout:g} s"
+        except Exception as e:  # DNS failure, refused, 404, gated
+            why = f"not in the cache, and the download failed ({type(e).__name__})"
+    raise LimecraftError(
+        f"the pretrained weights for timm:{name} ({repo}/model.safetensors) are not available: "
+        f"{why}. On a machine that is online, run huggingface-cli download {repo} "
+        f"model.safetensors, then copy its Hugging Face cache (HF_HOME, default "
+        f"~/.cache/huggingface) to this one; or pick a model that needs no download: the demo "
+        f"model, efficientnet_lite0, or your own model file"
+    ) from None
 
 
 def _timm_labels(model: torch.nn.Module) -> tuple[str, ...]:

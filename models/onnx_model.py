@@ -103,6 +103,62 @@ def _read_model(path: Path) -> Any:
     return model
 
 
+def _tensors(graph: Any):
+    """Every tensor a graph holds: its initializers and its nodes' tensor attributes,
+    subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for g in attr.graphs:
+                yield from _tensors(g)
+
+
+def external_data_files(model: Any) -> tuple[str, ...]:
+    """The files, beside the model, that hold the weights of an ONNX graph saved with its
+    weights apart (``torch.onnx.export(..., dynamo=True)`` writes ``m.onnx`` and
+    ``m.onnx.data``), as the graph names them; () for a graph that holds its own."""
+    import onnx
+
+    names = []
+    for t in _tensors(model.graph):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            names += [e.value for e in t.external_data if e.key == "location"]
+    return tuple(dict.fromkeys(names))
+
+
+def weights_files(path: str | Path) -> tuple[str, ...]:
+    """:func:`external_data_files` of the ONNX file at ``path``; () where it does not parse
+    (loading it says why)."""
+    try:
+        return external_data_files(_read_model(Path(path)))
+    except LimecraftError:
+        return ()
+
+
+def _check_external_data(path: Path, model: Any) -> None:
+    """The weights files a graph names are plain names in its own folder, and are there."""
+    for name in external_data_files(model):
+        if Path(name).name != name or name.startswith("."):
+            raise _fail(
+                path,
+                f"keeps its weights in {name!r}, outside its own folder; LIMEcraft reads weights "
+                "only from a file beside the model",
+            )
+        if not (path.parent / name).is_file():
+            raise _fail(
+                path,
+                f"keeps its weights in a separate file, {name!r}, which is not beside it: put "
+                f"that file in the same folder (in the app, choose it under 'Its weights "
+                f"file' and press Use this model again), or save the model as one file with "
+                f"onnx.save(onnx.load('{path.name}'), 'one_file.onnx')",
+            )
+
+
 def _opset(path: Path, model: Any) -> int:
     import onnx
 
@@ -233,6 +289,7 @@ def inspect_onnx(path: str | Path, *, layout: str = "auto") -> OnnxGraph:
         raise LimecraftError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     _check_file(path)
     model = _read_model(path)
+    _check_external_data(path, model)
     opset = _opset(path, model)
     inp = _the_input(path, model)
     dims = _dims(inp)

@@ -3,9 +3,9 @@ the model's top-5, recent analyses and "Start fresh"."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
+import shutil
 
 import numpy as np
 import streamlit as st
@@ -13,7 +13,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.io import decode_image
 from limecraft_core.io.images import conversion_note
-from models import formats, registry
+from models import formats, onnx_model, registry
 from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
 from pages.lib import state
@@ -153,14 +153,25 @@ def _model_upload(s: Analysis) -> None:
         _refuse_model_file(f"A model file must be {formats.in_words()} chosen below.")
         return
     data = up.getvalue()
+    weights = st.session_state.get("model_data_upload") if suffix == ".onnx" else None
+    digest = hashlib.sha256(data)
+    if weights is not None:
+        digest.update(weights.getvalue())
     # Per-session folder, never a shared path; a sub-folder per content, because the loaded
     # model is cached on its path (a second upload must not be served the first model), and
     # the file keeps its own name, the name the user knows it by.
-    folder = os.path.join(state.tmpdir(), hashlib.sha256(data).hexdigest()[:16])
+    folder = os.path.join(state.tmpdir(), digest.hexdigest()[:16])
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, _safe_name(up.name))
     with open(path, "wb") as f:
         f.write(data)
+    if weights is not None:
+        # An ONNX graph saved with its weights apart names its weights file: the one chosen
+        # is written under that name, beside the model (whatever it was called on the way).
+        named = onnx_model.weights_files(path)
+        name = named[0] if len(named) == 1 else _safe_name(weights.name)
+        with open(os.path.join(folder, _safe_name(name)), "wb") as f:
+            f.write(weights.getvalue())
     try:
         names = None
         if labels is not None:
@@ -179,16 +190,17 @@ def _model_upload(s: Analysis) -> None:
             why += ". If it is a state_dict, choose its architecture below"
         _refuse_model_file(f"That model was not used: {md(why)}")
         if path != s.model_name:  # a refused file is not kept, nor its folder
-            os.remove(path)
-            with contextlib.suppress(OSError):
-                os.rmdir(folder)
+            shutil.rmtree(folder, ignore_errors=True)
         return
     old = s.model_name
     in_use = any(r.model_name == old for r in state.recent())
     if old != path and old.startswith(state.tmpdir()) and os.path.exists(old) and not in_use:
-        os.remove(old)  # the previous upload (its model stays loaded while cached)
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.dirname(old))
+        # the previous upload, with its weights file if any, when it has a folder of its own
+        # (its model stays loaded while cached)
+        if os.path.dirname(os.path.dirname(old)) == state.tmpdir():
+            shutil.rmtree(os.path.dirname(old), ignore_errors=True)
+        else:
+            os.remove(old)
     A.set_model(s, path, names, arch, norm)
     st.session_state["model_pick"] = path  # the registry picker follows, or it would undo this
     s.message = None
@@ -218,10 +230,15 @@ def _model_by_name(s: Analysis) -> None:
             "classifier as `hf:<repo id or folder>`.",
         )
         return
+    wait = registry.zoo.download_timeout()
+    said = (
+        f" (weights not in the cache are fetched; it gives up after {wait:g} s without an answer)"
+    )
     try:
-        clf = registry.load_classifier(spec)
-        size = clf.input_size or (224, 224)
-        probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
+        with st.spinner(f"Loading {spec}{said if wait > 0 else ''}…"):
+            clf = registry.load_classifier(spec)
+            size = clf.input_size or (224, 224)
+            probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
     except (lc.LimecraftError, lc.ModelError) as e:
         st.session_state["model_note"] = ("error", f"That model was not used: {md(str(e))}")
         return
@@ -342,6 +359,13 @@ def sidebar(s: Analysis) -> None:
                 "Model file (.onnx, .pt2, TorchScript .pt, or a state_dict)",
                 type=[x.lstrip(".") for x in formats.suffixes()],
                 key=_model_upload_key(),
+            )
+            st.file_uploader(
+                "Its weights file (.data), for an ONNX model saved with its weights apart",
+                type=["data"],
+                key="model_data_upload",
+                help="torch.onnx.export(..., dynamo=True) writes m.onnx and m.onnx.data: choose "
+                "m.onnx above and m.onnx.data here.",
             )
             st.file_uploader("Labels (one class name per line)", type=["txt"], key="labels_upload")
             st.selectbox(

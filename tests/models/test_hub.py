@@ -69,7 +69,44 @@ def test_timm_pretrained_offline_is_one_clear_line():
     with pytest.raises(LimecraftError) as e:
         hub.load_timm("test_vit", pretrained=True)
     msg = str(e.value)
-    assert "\n" not in msg and "not in the cache" in msg and "pretrained=False" in msg
+    assert "\n" not in msg and "not in the cache, and downloads are off" in msg
+    # advice that can be followed from the app and the command line (no pretrained=False)
+    assert "pretrained=False" not in msg and "huggingface-cli download timm/test_vit" in msg
+    assert "the demo model, efficientnet_lite0, or your own model file" in msg
+
+
+def test_timm_gives_up_when_the_hub_does_not_answer_within_the_timeout(monkeypatch, caplog):
+    """Offline with downloads on, the Hub's client retried for 24-28 s in silence; now the wait
+    is LIMECRAFT_DOWNLOAD_TIMEOUT, said before it starts."""
+    import threading
+    import time
+
+    import huggingface_hub
+
+    monkeypatch.delenv("LIMECRAFT_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("LIMECRAFT_DOWNLOAD_TIMEOUT", "0.5")
+    release = threading.Event()
+
+    def no_answer(url, timeout=None, **kw):  # a Hub that never answers
+        release.wait(120)
+        raise OSError("released")
+
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", no_answer)
+    start = time.monotonic()
+    try:
+        with pytest.raises(LimecraftError) as e:
+            hub.load_timm("test_vit", pretrained=True)
+        took = time.monotonic() - start
+    finally:
+        release.set()
+    msg = str(e.value)
+    assert "not in the cache, and the Hub did not answer within 0.5 s" in msg
+    assert "pretrained=False" not in msg and "\n" not in msg
+    assert "fetching the weights for timm:test_vit" in caplog.text
+    assert "LIMECRAFT_DOWNLOAD_TIMEOUT" in caplog.text
+    # its bound is 0.5 s: the margin is for a loaded machine, far below the old half minute
+    assert took < 15, took
 
 
 def test_timm_unknown_name():

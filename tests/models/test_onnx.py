@@ -284,3 +284,85 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     assert not at.exception
     assert s.model_name.endswith("keras255.onnx")
     assert any("That model was not used" in e.value for e in at.sidebar.error)
+
+
+def _apart(path, net, name: str = "apart.onnx"):
+    """The TinyCNN graph saved as torch.onnx.export(..., dynamo=True) saves it: the model in
+    ``name``, its weights in ``name + '.data'`` beside it."""
+    one = onnx.load(str(graph_file(path / "one.onnx", net)))
+    onnx.save_model(
+        one,
+        str(path / name),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=name + ".data",
+        size_threshold=0,
+    )
+    return path / name
+
+
+def test_weights_kept_apart_are_read_beside_the_model_and_said_when_missing(tmp_path, net):
+    from models.onnx_model import weights_files
+
+    apart = _apart(tmp_path, net)
+    assert (
+        weights_files(apart) == ("apart.onnx.data",) and weights_files(tmp_path / "one.onnx") == ()
+    )
+    x = image()
+    want = load_onnx(tmp_path / "one.onnx", device="cpu")
+    got = load_onnx(apart, device="cpu")
+    clf = lambda m: lc.Classifier(m, input_size=SIZE, device="cpu")  # noqa: E731
+    np.testing.assert_allclose(clf(got).predict(x), clf(want).predict(x), atol=1e-6)
+    # without its weights file: what is missing, and two ways out
+    (tmp_path / "apart.onnx.data").rename(tmp_path / "elsewhere.data")
+    with pytest.raises(lc.LimecraftError) as e:
+        registry.load_classifier(str(apart), device="cpu")
+    msg = str(e.value)
+    assert "keeps its weights in a separate file, 'apart.onnx.data', which is not beside it" in msg
+    assert "onnx.save(onnx.load('apart.onnx'), 'one_file.onnx')" in msg
+    assert "\n" not in msg
+    # a weights file named outside the model's folder is refused, present or not
+    model = onnx.load(str(apart), load_external_data=False)
+    for t in model.graph.initializer:
+        for entry in t.external_data:
+            if entry.key == "location":
+                entry.value = "../elsewhere.data"
+    onnx.save(model, str(tmp_path / "outside.onnx"))
+    with pytest.raises(lc.LimecraftError, match="outside its own folder"):
+        inspect_onnx(tmp_path / "outside.onnx")
+
+
+def test_the_app_takes_an_onnx_model_with_its_weights_file(at, tmp_path, net):
+    """The README's recipe without external_data=False: m.onnx alone is refused with what to
+    do; with its weights file chosen beside it (under any name), the model is used."""
+    apart = _apart(tmp_path, net, "m.onnx")
+    s = at.session_state["app"]
+    before = s.model_name
+    at.sidebar.file_uploader(key="model_upload").set_value(
+        ("m.onnx", apart.read_bytes(), "application/octet-stream")
+    )
+    at.run()
+    use = lambda: next(b for b in at.sidebar.button if b.label == "Use this model")  # noqa: E731
+    use().click().run()
+    assert not at.exception, at.exception
+    assert s.model_name == before
+    (err,) = [e.value.replace("\\", "") for e in at.sidebar.error]  # markdown escapes
+    assert "That model was not used" in err and "'m.onnx.data', which is not beside it" in err
+    assert "Its weights file" in err
+    at.sidebar.file_uploader(key="model_upload-1").set_value(
+        ("m.onnx", apart.read_bytes(), "application/octet-stream")
+    )
+    at.sidebar.file_uploader(key="model_data_upload").set_value(
+        ("weights.data", (tmp_path / "m.onnx.data").read_bytes(), "application/octet-stream")
+    )
+    at.run()
+    use().click().run()
+    assert not at.exception, at.exception
+    assert s.model_name.endswith("m.onnx") and not at.sidebar.error
+    said = [m.value.replace("\\", "") for m in at.sidebar.success]
+    assert any(m.startswith("Now using **m.onnx**") for m in said), said
+    from pages.lib import state as app_state_module
+
+    got = app_state_module.classifier(__import__("pages.lib.analysis", fromlist=["x"]).model_ref(s))
+    want = registry.load_classifier(str(tmp_path / "one.onnx"), device="cpu")
+    np.testing.assert_allclose(got.predict(s.image), want.predict(s.image), atol=1e-6)
