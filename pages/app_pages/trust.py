@@ -171,8 +171,27 @@ def _convergence(ex: lc.Explanation) -> None:
     else:  # an analysis saved before the verdict had two parts
         st.markdown("**Agreement of the repeats as N grows**")
         cols = {"Kendall's W (top-10)": c.kendall_w, "top-5 overlap": c.jaccard_top5}
-    df = pd.DataFrame({"samples": c.sizes, **cols})
-    st.line_chart(df, x="samples", y=list(cols), height=240)
+    df = pd.DataFrame({"samples": c.sizes, **cols}).melt(
+        "samples", var_name="measure", value_name="value"
+    )
+    st.altair_chart(
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(x="samples:Q", y="value:Q", color=_series("measure", order=list(cols)))
+        .properties(height=240),
+        width="stretch",
+    )
+
+
+def _series(field: str, order: list[str] | None = None) -> alt.Color:
+    """A line chart's series by ``field``, named in a legend under the chart, one per line and
+    never cut: at the side of a half-width chart, Vega cut "deletion (most importan…", and
+    side by side under it "detail: Kendall's W over t…"."""
+    return alt.Color(
+        f"{field}:N",
+        sort=order,
+        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None),
+    )
 
 
 def _kernels(ex: lc.Explanation) -> None:
@@ -227,7 +246,7 @@ def _faithfulness(ex: lc.Explanation) -> None:
     st.altair_chart(
         alt.Chart(df)
         .mark_line()
-        .encode(x="share of regions:Q", y="model output:Q", color="curve:N")
+        .encode(x="share of regions:Q", y="model output:Q", color=_series("curve"))
         .properties(height=240),
         width="stretch",
     )
@@ -269,7 +288,7 @@ def _field_metrics(ex: lc.Explanation) -> None:
         st.altair_chart(
             alt.Chart(df)
             .mark_line(point=True)
-            .encode(x="share of regions removed:Q", y="model output:Q", color="order:N")
+            .encode(x="share of regions removed:Q", y="model output:Q", color=_series("order"))
             .properties(height=220, title="ROAD: removal by noisy linear imputation"),
             width="stretch",
         )

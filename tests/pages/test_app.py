@@ -5,6 +5,7 @@ limecraft_core.regions.canvas (tested in test_canvas.py) and their effect is inj
 """
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -227,6 +228,17 @@ def test_trust_page_runs_the_checks(at):
     table = at.table[0].value
     assert list(table.index) == ["IROF", "ROAD", "Faithfulness correlation", "Sparseness (Gini)"]
     assert t.fills.fills[1:] == ["blur", "inpaint", "inpaint-each"]
+    # the line charts name their series under the chart, in full (Vega cut long names at 200 px)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    legends = {
+        c["encoding"]["color"]["field"]: c["encoding"]["color"].get("legend")
+        for c in specs
+        if isinstance(c.get("mark"), dict)
+        and c["mark"]["type"] == "line"
+        and "color" in c["encoding"]
+    }
+    for field in ("measure", "curve", "order"):
+        assert legends[field]["labelLimit"] == 0 and legends[field]["orient"] == "bottom", field
 
 
 def test_expected_regions_measure_where_the_model_looks_and_are_saved(at):
