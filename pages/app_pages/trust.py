@@ -178,20 +178,30 @@ def _convergence(ex: lc.Explanation) -> None:
         alt.Chart(df)
         .mark_line(point=True)
         .encode(x="samples:Q", y="value:Q", color=_series("measure", order=list(cols)))
-        .properties(height=240),
+        .properties(height=240 + LEGEND_LINE * len(cols)),
         width="stretch",
     )
 
 
-def _series(field: str, order: list[str] | None = None) -> alt.Color:
-    """A line chart's series by ``field``, named in a legend under the chart, one per line and
-    never cut: at the side of a half-width chart, Vega cut "deletion (most importan…", and
-    side by side under it "detail: Kendall's W over t…"."""
+def _series(field: str, order: list[str] | None = None, *, below: bool = True) -> alt.Color:
+    """A line chart's series by ``field``, named in full in its legend: under a half-width
+    chart, one per line (at its side, Vega cut "deletion (most importan…", and side by side
+    under it "detail: Kendall's W over t…"); at the side of a full-width one. A legend under
+    the chart takes from the chart's height: :data:`LEGEND_LINE` px a series."""
     return alt.Color(
         f"{field}:N",
         sort=order,
-        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None),
+        legend=alt.Legend(
+            orient="bottom" if below else "right",
+            direction="vertical",
+            labelLimit=0,
+            title=None,
+        ),
     )
+
+
+#: What a legend under a chart takes from its height, per series (px).
+LEGEND_LINE = 40
 
 
 def _kernels(ex: lc.Explanation) -> None:
@@ -247,7 +257,7 @@ def _faithfulness(ex: lc.Explanation) -> None:
         alt.Chart(df)
         .mark_line()
         .encode(x="share of regions:Q", y="model output:Q", color=_series("curve"))
-        .properties(height=240),
+        .properties(height=240 + LEGEND_LINE * 2),
         width="stretch",
     )
     good = f.beats_random
@@ -288,7 +298,11 @@ def _field_metrics(ex: lc.Explanation) -> None:
         st.altair_chart(
             alt.Chart(df)
             .mark_line(point=True)
-            .encode(x="share of regions removed:Q", y="model output:Q", color=_series("order"))
+            .encode(
+                x="share of regions removed:Q",
+                y="model output:Q",
+                color=_series("order", below=False),
+            )
             .properties(height=220, title="ROAD: removal by noisy linear imputation"),
             width="stretch",
         )

@@ -237,8 +237,8 @@ def test_trust_page_runs_the_checks(at):
         and c["mark"]["type"] == "line"
         and "color" in c["encoding"]
     }
-    for field in ("measure", "curve", "order"):
-        assert legends[field]["labelLimit"] == 0 and legends[field]["orient"] == "bottom", field
+    for field, orient in (("measure", "bottom"), ("curve", "bottom"), ("order", "right")):
+        assert legends[field]["labelLimit"] == 0 and legends[field]["orient"] == orient, field
 
 
 def test_expected_regions_measure_where_the_model_looks_and_are_saved(at):
