@@ -36,14 +36,6 @@ import time
 import numpy as np
 from PIL import Image
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-]
-
 
 def photo(path: Path) -> None:
     rng = np.random.default_rng(3)
@@ -102,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=str(ROOT / "bench/results/large_image.json"))
     args = ap.parse_args(argv)
 
-    from conftest import start_app, stop_app
+    from conftest import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app
     from playwright.sync_api import sync_playwright
 
     os.environ["LIMECRAFT_DEFAULT_MODEL"] = "demo"
@@ -112,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
             path = Path(tmp) / "large.jpg"
             photo(path)
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
             for i in range(args.repeats):
                 runs.append(once(browser, url, path))
                 print(f"run {i + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in runs[-1].items()))

@@ -32,13 +32,6 @@ import platform
 import statistics
 import time
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-]
 VARIANTS = {"with the collection (Streamlit's default)": "true", "without (the app's)": "false"}
 
 
@@ -56,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=str(ROOT / "bench/results/rerun.json"))
     args = ap.parse_args(argv)
 
-    from conftest import start_app, stop_app
+    from conftest import CHROMIUM, CHROMIUM_ARGS, start_app, stop_app
     from e2e_helpers import enter, open_app, open_expander, track
     from playwright.sync_api import sync_playwright
 
@@ -69,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {name: [] for name in VARIANTS}
         cpu: dict[str, float] = {name: 0.0 for name in VARIANTS}
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
             pages = {}
             for name, (_, url) in servers.items():
                 page = track(browser.new_page(viewport={"width": 1400, "height": 1100}))

@@ -211,6 +211,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+#: Chromium's flags here (no sandbox as root, software rendering, no shared-memory or background
+#: traffic): the browser tests' and the browser benchmarks' (bench/bench_large_image.py,
+#: bench/bench_rerun.py).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -324,12 +333,7 @@ def browser_type_launch_args(browser_type_launch_args):
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
         "headless": True,
-        "args": [
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-background-networking",
-        ],
+        "args": CHROMIUM_ARGS,
     }
 
 
