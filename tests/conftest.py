@@ -161,18 +161,22 @@ def _apptest_once_per_process() -> None:
     )
 
     class Scripts(ScriptCache):
+        """Compiled scripts by path, compiled again when a file's size or time changes."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._stamps: dict[str, tuple[int, int]] = {}
+
         def get_bytecode(self, script_path: str):
-            st = os.stat(script_path)
-            key = (os.path.abspath(script_path), st.st_size, st.st_mtime_ns)
+            path = os.path.abspath(script_path)
+            st = os.stat(path)
             with self._lock:
-                if key not in self._compiled:
-                    self._cache.pop(key[0], None)
-            code = super().get_bytecode(script_path)
-            self._compiled.add(key)
-            return code
+                if self._stamps.get(path) != (st.st_size, st.st_mtime_ns):
+                    self._cache.pop(path, None)
+                    self._stamps[path] = (st.st_size, st.st_mtime_ns)
+            return super().get_bytecode(script_path)
 
     shared = Scripts()
-    shared._compiled = set()
     app_test.ScriptCache = lambda: shared
 
 
