@@ -25,8 +25,9 @@ verdict is recomputed from them by the current code, so a change to the verdict'
 cost the references again. About 2.5 minutes per EfficientNet-Lite0 case on 2 cores.
 
 **The default run** is :func:`limecraft_core.explain` with every setting at its default (the
-app's and the CLI's defaults are the same schema defaults: N at most 400, early stop 0.9, one
-sample resampled), on a warm classifier, timed.
+app's and the CLI's defaults are the same schema defaults: N at most 1600, early stop on, one
+sample resampled 40 times, a conclusion settled when it holds in all 40 resamples with a firm
+lead), on a warm classifier, timed.
 
 It reports, per case and in total: agreement of the default conclusion with the reference's
 ("stable" alike, and the same first region when stable) and of the three-word verdict;
@@ -40,7 +41,7 @@ first region is not the reference's first); the samples used; median and 90th-pe
 
 Before and after: run the default runs of an earlier engine with this script's
 ``--default-only FILE`` (in a worktree of that commit, this file copied in), then
-``--before FILE`` here: they are judged against the same references by today's rule.
+``--before "LABEL=FILE"`` here (repeatable, one row each): they are judged against the same references by today's rule.
 
 Writes bench/results/calibration.json and calibration.md (``--out`` elsewhere, ``--no-write``
 to print only).
@@ -414,17 +415,20 @@ def markdown(doc: dict[str, Any]) -> str:
                 f"{st['seconds_median']:.1f} s | {st['seconds_p90']:.1f} s |"
             )
     if doc.get("before"):
-        b = doc["before"]["summary"]["all"]
         lines += [
             "",
-            f"**Before and after** (before: `{doc['before']['file']}`, the same cases' default "
-            "runs on the engine before the two-part verdict, judged against the same references):",
+            "**Before and after**: the same cases' default runs on earlier engines, judged against "
+            "the same references by today's rule:",
+            "",
+        ]
+        lines += [f"- *{b['label']}*: `{b['file']}`" for b in doc["before"]]
+        lines += [
             "",
             "| | cases | conclusion agrees | verdict agrees | dangerous (looser reading) | "
             "samples (median) | time median | time p90 |",
             "|---|---|---|---|---|---|---|---|",
         ]
-        for name, st in (("before", b), ("after", s)):
+        for name, st in [(b["label"], b["summary"]["all"]) for b in doc["before"]] + [("after", s)]:
             lines.append(
                 f"| {name} | {st['cases']} | {st['conclusion_agrees']} | {st['verdict_agrees']} "
                 f"| {st['dangerous']} ({st['dangerous_by_first']}) | {st['samples_median']:.0f} "
@@ -452,15 +456,19 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def before(
-    path: Path,
+    spec: str,
     todo: list[Case],
     held: dict[str, lc.Classifier],
     n_ref: int,
     version: str,
     refs: Path,
 ) -> dict[str, Any]:
-    """The earlier engine's default runs in ``path`` (``--default-only``) for the cases in
-    ``todo``, judged against the same references by today's rule."""
+    """The earlier engine's default runs in ``spec`` ("LABEL=PATH" or "PATH", a
+    ``--default-only`` file) for the cases in ``todo``, judged against the same references by
+    today's rule."""
+    label, _, file = spec.rpartition("=")
+    path = Path(file)
+    label = label or "before"
     by_id = {c.id: c for c in todo}
     judged = []
     for row in json.loads(path.read_text()):
@@ -468,7 +476,7 @@ def before(
         if case is None:
             continue
         judged.append(judge(row, reference(case, None, n_ref, row["target_index"], version, refs)))
-    return {"file": str(path), "summary": summary(judged), "cases": judged}
+    return {"label": label, "file": str(path), "summary": summary(judged), "cases": judged}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -491,9 +499,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--before",
-        type=Path,
+        action="append",
+        default=[],
+        metavar="[LABEL=]PATH",
         help="a --default-only file from an earlier engine: judged against the same references "
-        "by today's rule, and shown beside today's default",
+        "by today's rule, and shown beside today's default under LABEL (repeatable)",
     )
     a = ap.parse_args(argv)
     every = cases(a.imagenet_dir)
@@ -534,7 +544,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         doc = {"meta": meta, "summary": summary(rows), "cases": rows}
         if a.before:
-            doc["before"] = before(a.before, todo, held, a.ref_samples, version, a.refs)
+            doc["before"] = [
+                before(b, todo, held, a.ref_samples, version, a.refs) for b in a.before
+            ]
         if not a.no_write:  # after every case: a long run that is stopped keeps what it did
             a.out.mkdir(parents=True, exist_ok=True)
             (a.out / "calibration.json").write_text(json.dumps(doc, indent=1))

@@ -451,8 +451,9 @@ def _print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
                 for i, sign in zip(st.conclusion, st.conclusion_signs, strict=True)
             )
             detail = {True: "settled", False: "not settled", None: "not judged"}
+            lead = "" if st.conclusion_lead is None else f"lead={st.conclusion_lead:.1f} sd; "
             two_parts = (
-                f"conclusion={who}; held in={st.conclusion_agreement:.0%} of the runs; "
+                f"conclusion={who}; held in={st.conclusion_agreement:.0%} of the runs; {lead}"
                 f"detail={detail[st.detail_settled]}; "
             )
         print(

@@ -115,6 +115,13 @@ THRESHOLDS: dict[str, float] = {
     # unstable when it holds in under this share (5 repeats: 2 or fewer)
     "stable_conclusion": 1.0,
     "unstable_conclusion": 0.6,
+    # ... and, judged over resamples of one sample, when its lead over the next region is at
+    # least this many standard deviations of that gap over the resamples (a z-score). The
+    # resamples vary around the sample's own estimate, so a near-tie that one sample happened
+    # to break held in all 40: on the calibration benchmark, 2.5 and 3 each left a stable claim
+    # that 5 independent repeats refute at some sample cap; 3.5 left none at any cap from 800
+    # to 2400 (bench/results/calibration.md)
+    "conclusion_lead": 3.5,
     "low_r2": 0.5,  # surrogate fidelity below this gets a plain warning
     "good_r2": 0.8,  # and at least this a "good" badge
     # an audit flags an image whose top region lies outside the expected region when hiding

@@ -240,5 +240,14 @@ def test_calibration_bench_judges_the_default_verdict_against_cached_repeats(tmp
     assert md in capsys.readouterr().out
     # the second run reads the references back: the same reference weights, none recomputed
     stamps = {p: p.stat().st_mtime_ns for p in refs.iterdir()}
-    _bench_main("bench_calibration", *argv, "--no-write")
+    # an earlier engine's default runs (--default-only) are judged beside today's, under a label
+    earlier = tmp_path / "earlier.json"
+    _bench_main(
+        "bench_calibration", "--only", "demo-conflict-1-tag", "--default-only", str(earlier)
+    )
+    capsys.readouterr()
+    _bench_main("bench_calibration", *argv, "--no-write", "--before", f"an older rule={earlier}")
     assert {p: p.stat().st_mtime_ns for p in refs.iterdir()} == stamps
+    md = capsys.readouterr().out
+    assert f"- *an older rule*: `{earlier}`" in md
+    assert "| an older rule | 1 | 1 | 1 | 0 (0) |" in md and "| after | 2 |" in md

@@ -83,7 +83,7 @@ class SamplingConfig(_Group):
     """Which perturbations the model sees."""
 
     samples: int = _f(
-        800,
+        1600,
         "N, the perturbed images including the original (at most: sampling stops earlier once "
         "the conclusion is settled)",
         "int",
@@ -111,7 +111,7 @@ class SamplingConfig(_Group):
     )
     early_stop_step: int | None = _f(
         None,
-        "samples between early-stop checks (default max(100, N/10), rounded up to whole batches)",
+        "samples between early-stop checks (default max(100, N/16), rounded up to whole batches)",
         "int",
         optional=True,
     )
@@ -127,7 +127,7 @@ class SamplingConfig(_Group):
     @property
     def step(self) -> int:
         """Samples between early-stop checks."""
-        return self.early_stop_step or max(100, self.samples // 10)
+        return self.early_stop_step or max(100, self.samples // 16)
 
 
 @dataclass(frozen=True)

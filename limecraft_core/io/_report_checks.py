@@ -151,7 +151,13 @@ def _stability_check(s: Stability) -> _Check:
         (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
         + (
             f"The conclusion ({', '.join(f'region {i}' for i in s.conclusion)}) holds in "
-            f"{s.conclusion_agreement:.0%} of the runs; the detail is "
+            f"{s.conclusion_agreement:.0%} of the runs"
+            + (
+                ""
+                if s.conclusion_lead is None
+                else f" and leads the next region by {s.conclusion_lead:.1f} sd over them"
+            )
+            + "; the detail is "
             f"{'settled' if s.detail_settled else 'not settled'}. "
             if s.conclusion and s.conclusion_agreement is not None
             else ""

@@ -7,12 +7,15 @@ Pure functions on weight matrices and masks; :func:`limecraft_core.explain` runs
 The stability verdict has two parts. **The conclusion** is what an analyst acts on: the
 first region that matters, with its sign ("region 0 drives the class"), widened to the first
 two or three when they are within half of its |weight| and those too come first together. It
-is **stable** when its regions come first, with the same signs, in at least 90% of the runs (all 5 of 5 repeats; 36 of 40 resamples) and each is
-distinguishable from zero; **unstable** under 60%; **borderline** between. The verdict is the
-conclusion's. **The detail** is the order of the other regions that matter, judged by the rule
-below; the sentence reports it ("the order of the 9 other regions that matter is not
-settled"), and it does not veto a firm conclusion. ``bench/bench_calibration.py`` measures both
-against 5 independent repeats on real models.
+is **stable** when its regions come first, with the same signs, in all the runs (5 of 5
+repeats; 40 of 40 resamples) and each is distinguishable from zero, and, judged from one
+sample, when it also leads the next region by at least 3.5 standard deviations of that gap over
+the resamples (:func:`conclusion_lead`); **unstable** when it holds in under 60% of the runs;
+**borderline** between. The verdict is the conclusion's. **The detail** is the order of the
+other regions that matter, judged by the rule below; the sentence reports it ("the order of
+the 9 other regions that matter is not settled"), and it does not veto a firm conclusion.
+``bench/bench_calibration.py`` measures both against 5 independent repeats on real models,
+and the thresholds come from it (``docs/limits.md``).
 
 The detail judges **the regions that matter**, not noise among near-zero weights.
 Over R runs, a region matters when
@@ -42,7 +45,9 @@ costs no model pass, and a resample varies as an independent sample of the same 
 The regions are ranked by the explanation's own weights and judged distinguishable from zero by
 their bootstrap interval (weight ± 1.96 sd), since one sample's estimate is not a mean of 5 runs.
 The conclusion is judged over all 40 resamples; the detail in groups of 5 resamples, as 5
-repeats would be, and reported for the median of 8 groups (worst first, the 5th). The early-stop
+repeats would be, and reported for the median of 8 groups (worst first, the 5th). Resamples
+vary around the sample's own estimate, not around the truth: a near-tie that the sample happened
+to break holds in every resample. So the one-sample conclusion also needs a firm lead (above). The early-stop
 rule is the conclusion on the samples scored so far: sampling stops once it is "stable".
 ``bench/bench_calibration.py`` measures how often it agrees with 5 independent repeats.
 
@@ -59,11 +64,13 @@ The rooms:
 from __future__ import annotations
 
 from .conclusion import (
+    CONCLUSION_LEAD,
     CONCLUSION_MAX,
     CONCLUSION_SHARE,
     STABLE_CONCLUSION,
     UNSTABLE_CONCLUSION,
     conclusion_agreement,
+    conclusion_lead,
     conclusion_of,
     conclusion_regions,
     conclusion_verdict,
@@ -131,6 +138,7 @@ from .stability import (
 from .wording import name_regions
 
 __all__ = [
+    "CONCLUSION_LEAD",
     "CONCLUSION_MAX",
     "CONCLUSION_SHARE",
     "GOOD_R2",
@@ -167,6 +175,7 @@ __all__ = [
     "annotations",
     "auc",
     "conclusion_agreement",
+    "conclusion_lead",
     "conclusion_of",
     "conclusion_regions",
     "conclusion_verdict",

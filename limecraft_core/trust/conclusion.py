@@ -13,6 +13,7 @@ from ..limits import THRESHOLDS
 CONCLUSION_SHARE = THRESHOLDS["conclusion_share"]
 STABLE_CONCLUSION = THRESHOLDS["stable_conclusion"]
 UNSTABLE_CONCLUSION = THRESHOLDS["unstable_conclusion"]
+CONCLUSION_LEAD = THRESHOLDS["conclusion_lead"]
 CONCLUSION_MAX = 3  # the conclusion names at most this many regions
 
 
@@ -54,40 +55,80 @@ def conclusion_agreement(weights: np.ndarray, regions: np.ndarray, signs: np.nda
     return float(np.mean(same_set & same_sign))
 
 
+def conclusion_lead(own: np.ndarray, resampled: np.ndarray, regions: np.ndarray) -> float:
+    """How firmly ``regions`` lead the rest in one sample: the gap between the smallest |weight|
+    among them and the largest outside them, in the sample's own weights ``own``, divided by the
+    standard deviation of the same gap over the ``resampled`` fits (a z-score of the lead). Inf
+    when no region is outside them; 0 when the gap does not vary.
+
+    Parameters
+    ----------
+    own : (K,) the sample's own weights
+    resampled : (B, K) the weights of B >= 2 bootstrap resamples of that sample
+    regions : (n,) int, the leading regions
+    """
+    a, ab = np.abs(np.asarray(own, np.float64)), np.abs(np.asarray(resampled, np.float64))
+    regions = np.asarray(regions, int)
+    rest = np.setdiff1d(np.arange(len(a)), regions)
+    if len(rest) == 0:
+        return float("inf")
+    gap = a[regions].min() - a[rest].max()
+    spread = float((ab[:, regions].min(axis=1) - ab[:, rest].max(axis=1)).std(ddof=1))
+    return float(gap / spread) if spread > 0 else (float("inf") if gap > 0 else 0.0)
+
+
 def conclusion_of(
-    mean: np.ndarray, matter: Sequence[int], weights: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """The conclusion of R runs: the longest leading set of :func:`conclusion_regions` (the
-    first region, the first two, the first three) that holds in at least
-    ``STABLE_CONCLUSION`` of the runs; the first region alone when none does. A near-tie at the
-    edge of a longer set does not unsettle a firm first region, and two tied leaders make a
-    firm pair.
+    mean: np.ndarray,
+    matter: Sequence[int],
+    weights: np.ndarray,
+    lead: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, float, float | None]:
+    """The conclusion of R runs.
+
+    Over R independent repeats (``lead`` None): the longest leading set of
+    :func:`conclusion_regions` (the first region, the first two, the first three) that holds in
+    at least ``STABLE_CONCLUSION`` of the runs; the first region alone when none does. A
+    near-tie at the edge of a longer set does not unsettle a firm first region, and two tied
+    leaders make a firm pair.
+
+    Over R resamples of one sample (``lead``, the z-score a firm lead needs,
+    :data:`CONCLUSION_LEAD`): the shortest leading set that holds in at least
+    ``STABLE_CONCLUSION`` of the resamples *and* leads the rest by at least ``lead``
+    (:func:`conclusion_lead`). Resamples of one sample vary around that sample's own estimate,
+    so a near-tie that the sample happened to break holds in every resample; the lead's
+    z-score asks how far ahead the sample puts it. When no set is firm, the set the repeats'
+    rule would pick, with its lead (the verdict is then not stable).
 
     Returns
     -------
-    regions : (n,) int; signs : (n,) +1 or -1; agreement : float (:func:`conclusion_agreement`)
+    regions : (n,) int; signs : (n,) +1 or -1; agreement : float (:func:`conclusion_agreement`);
+    lead : float or None, the regions' :func:`conclusion_lead` (None over repeats)
     """
     head = conclusion_regions(mean, matter)
     if len(head) == 0:
-        return head, head, 0.0
+        return head, head, 0.0, None
     m = np.asarray(mean, np.float64)
-    found = None
+    found = firm = None
     for j in range(1, len(head) + 1):  # a tied pair can hold where its first alone does not
         regions = head[:j]
         signs = np.where(m[regions] < 0, -1, 1)
         agree = conclusion_agreement(weights, regions, signs)
+        z = None if lead is None else conclusion_lead(m, weights, regions)
         if found is None or agree >= STABLE_CONCLUSION:
-            found = (regions, signs, agree)
+            found = (regions, signs, agree, z)
+        if firm is None and z is not None and agree >= STABLE_CONCLUSION and z >= lead:
+            firm = (regions, signs, agree, z)
     assert found is not None
-    return found
+    return firm or found
 
 
-def conclusion_verdict(agreement: float, distinguishable: bool) -> str:
-    """``stable`` when the conclusion holds in at least ``STABLE_CONCLUSION`` of the runs and
-    each of its regions is distinguishable from zero; ``unstable`` under
-    ``UNSTABLE_CONCLUSION``; ``borderline`` between."""
+def conclusion_verdict(agreement: float, distinguishable: bool, firm: bool = True) -> str:
+    """``stable`` when the conclusion holds in at least ``STABLE_CONCLUSION`` of the runs, each
+    of its regions is distinguishable from zero and (one sample's resamples) its lead is
+    ``firm`` (:func:`conclusion_of`); ``unstable`` under ``UNSTABLE_CONCLUSION``;
+    ``borderline`` between."""
     if agreement < UNSTABLE_CONCLUSION:
         return "unstable"
-    if agreement >= STABLE_CONCLUSION and distinguishable:
+    if agreement >= STABLE_CONCLUSION and distinguishable and firm:
         return "stable"
     return "borderline"

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ..surrogate import cosine_distance, fit_ridge, make_kernel
+from .conclusion import CONCLUSION_LEAD
 from .stability import STABLE_JACCARD, Stability, _top, stability
 
 
@@ -177,19 +178,25 @@ class EarlyStopCheck:
     conclusion_agreement: float | None = None
     conclusion_distinguishable: bool = False
     detail: str = ""
+    conclusion_lead: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def passes(self, threshold: float) -> bool:
         """The early-stop rule: the conclusion is settled. Its regions are distinguishable
-        from zero (the verdict says so) and it holds in at least ``threshold`` of the
-        resamples (1.0, all of them, the verdict's own line, by default): the same regions first, with the
-        same signs. The detail (the order of the other regions that matter) does not hold the
-        sampling up. (A check recorded before the verdict had two parts: the old rule,
-        Kendall's W over the regions that matter at least ``threshold``.)"""
+        from zero (the verdict says so), it holds in at least ``threshold`` of the resamples
+        (1.0, all of them, the verdict's own line, by default): the same regions first, with the
+        same signs, and it leads the next region firmly (``conclusion_lead`` at least
+        ``THRESHOLDS["conclusion_lead"]`` sd; see :func:`~limecraft_core.trust.conclusion_of`).
+        The detail (the order of the other regions that matter) does not hold the sampling up.
+        (A check recorded before the verdict had two parts: the old rule, Kendall's W over the
+        regions that matter at least ``threshold``.)"""
         if self.conclusion_agreement is not None:
-            return self.conclusion_distinguishable and self.conclusion_agreement >= threshold
+            firm = self.conclusion_lead is None or self.conclusion_lead >= CONCLUSION_LEAD
+            return (
+                self.conclusion_distinguishable and firm and self.conclusion_agreement >= threshold
+            )
         return (
             self.distinguishable > 0
             and self.matter_kendall_w >= threshold
@@ -216,6 +223,7 @@ class EarlyStopCheck:
             conclusion_agreement=st.conclusion_agreement,
             conclusion_distinguishable=st.conclusion_distinguishable,
             detail=st.detail,
+            conclusion_lead=st.conclusion_lead,
         )
 
 

@@ -10,6 +10,7 @@ from scipy.stats import rankdata
 
 from ..limits import THRESHOLDS
 from .conclusion import (
+    CONCLUSION_LEAD,
     conclusion_of,
     conclusion_verdict,
 )
@@ -161,6 +162,9 @@ class Stability:
     conclusion_signs : +1 or -1 per conclusion region (for or against the class)
     conclusion_agreement : float, the share of the runs in which the conclusion holds (for
         "stream": over all the resamples)
+    conclusion_lead : float or None, for "stream": the conclusion's lead over the next region
+        in standard deviations of that gap over the resamples (:func:`conclusion_lead`; at
+        most 1e6); None over repeats, and in verdicts recorded before it was judged
     detail : str, the verdict of the rule over the regions that matter (their order, top set
         and signs): reported beside the conclusion, it does not decide the verdict
     """
@@ -189,9 +193,17 @@ class Stability:
     conclusion_signs: list[int] = field(default_factory=list)
     conclusion_agreement: float | None = None
     detail: str = ""
+    conclusion_lead: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def conclusion_firm(self) -> bool:
+        """The conclusion's lead over the next region is firm (at least
+        :data:`~limecraft_core.trust.conclusion.CONCLUSION_LEAD` sd over the resamples); true
+        over repeats and for a verdict recorded before the lead was judged."""
+        return self.conclusion_lead is None or self.conclusion_lead >= CONCLUSION_LEAD
 
     @property
     def conclusion_distinguishable(self) -> bool:
@@ -217,6 +229,11 @@ class Stability:
     def inconsistent_sign(self) -> list[int]:
         """Regions whose sign is not the same in every repeat (sign entropy above zero)."""
         return [i for i, h in enumerate(self.sign_entropy) if h > 0]
+
+
+def _finite(x: float, most: float = 1e6) -> float:
+    """``x`` bounded to ±``most`` (JSON has no infinity)."""
+    return float(min(max(x, -most), most))
 
 
 def _detail_of(
@@ -315,7 +332,7 @@ def stability(
     matter = regions_that_matter(mean, dist)
     n_dist = int(dist.sum())
     detail, mw, mj, mf, flipped = _detail_of(w, matter, n_dist)
-    conc, signs, agree = conclusion_of(mean, matter, w)
+    conc, signs, agree, _ = conclusion_of(mean, matter, w)
     v = conclusion_verdict(agree, bool(dist[conc].all())) if len(conc) else "unstable"
     reason = explain_verdict(
         v, r, matter.tolist(), dist, mw, mj, flipped, source, conclusion=conc.tolist(),
@@ -394,6 +411,7 @@ def stream_stability(
     seed: int = 0,
     repeats: int = STREAM_REPEATS,
     groups: int = STREAM_GROUPS,
+    lead: float = CONCLUSION_LEAD,
 ) -> Stability:
     """The stability verdict from one sample, without another model pass (module docstring).
 
@@ -410,6 +428,8 @@ def stream_stability(
     sample_weights : (N,) float, the surrogate's weights of the rows
     alpha : ridge regularisation
     seed : the resampling seed (the same seed gives the same verdict)
+    lead : the lead a firm conclusion needs, in sd (:func:`~.conclusion.conclusion_of`; the
+        calibration's threshold by default, another value only to calibrate it)
     """
     n = len(masks)
     rng = np.random.default_rng(seed)
@@ -433,13 +453,14 @@ def stream_stability(
     share = float(np.mean([f[0] == "stable" for f in figures]))
     # the conclusion: over every resample (the conclusion's regions and signs are the
     # explanation's own, the same in every group)
-    conc, signs, agree = conclusion_of(own, matter, coefs)
-    v = conclusion_verdict(agree, bool(dist[conc].all())) if len(conc) else "unstable"
+    conc, signs, agree, z = conclusion_of(own, matter, coefs, lead)
+    firm = z is not None and z >= lead
+    v = conclusion_verdict(agree, bool(dist[conc].all()), firm) if len(conc) else "unstable"
     flipped = figures[mid][4]  # the median group's regions that change sign
     reason = explain_verdict(
         v, len(coefs), matter.tolist(), dist, median.matter_kendall_w, median.matter_topk,
         flipped, "stream", conclusion=conc.tolist(), agreement=agree, detail=median.detail,
-        signs=signs.tolist(),
+        signs=signs.tolist(), lead=z,
     )  # fmt: skip
     return replace(
         median,
@@ -448,6 +469,7 @@ def stream_stability(
         conclusion=[int(i) for i in conc],
         conclusion_signs=[int(x) for x in signs],
         conclusion_agreement=agree,
+        conclusion_lead=None if z is None else _finite(z),
         sign_entropy=sign_entropy(coefs).tolist(),  # over every resample, as the conclusion
         stable_share=share,
         samples=n,

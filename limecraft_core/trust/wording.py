@@ -13,6 +13,7 @@ from ..limits import THRESHOLDS
 STABLE_W = THRESHOLDS["stable_kendall_w"]
 STABLE_JACCARD = THRESHOLDS["stable_jaccard_top5"]
 MIN_SHARE = THRESHOLDS["matter_min_share"]
+LEAD = THRESHOLDS["conclusion_lead"]
 TOP_K = 5  # the verdict's top-k overlap: k = min(5, regions that matter)
 
 
@@ -75,6 +76,7 @@ def explain_verdict(
     agreement: float = 1.0,
     detail: str | None = None,
     signs: Sequence[int] | None = None,
+    lead: float | None = None,
 ) -> str:
     """The verdict in one sentence that names both parts, e.g. "stable: the conclusion holds:
     region 0 is first in all 40 resamples; the order of the 9 other regions that matter is not
@@ -94,6 +96,8 @@ def explain_verdict(
     agreement : the share of the runs in which the conclusion holds
     detail : the detail's verdict (the rule over the regions that matter)
     signs : the conclusion's signs (+1 for the class, -1 against it)
+    lead : the conclusion's lead over the next region, in sd over the resamples (one sample's
+        verdict; a firm lead is at least ``THRESHOLDS["conclusion_lead"]``), or None
     """
     m, k = len(matter), len(distinguishable)
     unit = "resamples" if source == "stream" else "repeats"
@@ -119,6 +123,7 @@ def explain_verdict(
     return _conclusion_sentence(
         verdict_, repeats, unit, runs, rest, (m, w, jaccard, flipped),
         [int(i) for i in conclusion], agreement, detail, signs,
+        None if lead is None or not distinguishable[np.asarray(conclusion, int)].all() else lead,
     )  # fmt: skip
 
 
@@ -151,9 +156,11 @@ def _conclusion_sentence(
     agreement: float,
     detail: str | None,
     signs: Sequence[int] | None,
+    lead: float | None = None,
 ) -> str:
     """The two-part sentence: the conclusion, then the detail (``figures``: the number of
-    regions that matter, their W and top-k overlap, and those whose sign changes)."""
+    regions that matter, their W and top-k overlap, and those whose sign changes; ``lead``:
+    the conclusion's lead, given when its regions are distinguishable from zero)."""
     m, w, jaccard, flipped = figures
     n = len(c)
     held = round(agreement * repeats)
@@ -189,6 +196,12 @@ def _conclusion_sentence(
         parts.append(f"{_say_list(turned)} change{'s' if len(turned) == 1 else ''} sign")
     if held < repeats:
         parts.append(f"{who} {claim} in {where}")
+    elif lead is not None and lead < LEAD:
+        they = "it leads" if n == 1 else "they lead"
+        parts.append(
+            f"{who} {claim} in {where}, but {they} the next region by only {max(lead, 0):.1f} sd "
+            f"of the gap over the resamples (a firm lead: {LEAD:g} sd)"
+        )
     else:
         parts.append(f"{who} {'is' if n == 1 else 'are'} not distinguishable from zero")
     return f"{verdict_}: the conclusion is not settled: " + "; ".join(parts) + tail

@@ -66,10 +66,16 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
     if stb.conclusion:
         who = ", ".join(charts.region_label(i, ex.region_names[i]) for i in stb.conclusion)
         detail = {True: "settled", False: "not settled", None: "not judged"}[stb.detail_settled]
+        lead = (
+            ""
+            if stb.conclusion_lead is None
+            else f", and leads the next region by **{stb.conclusion_lead:.1f} sd** "
+            f"({'firm' if stb.conclusion_firm else 'not firm'}: {T.CONCLUSION_LEAD:g} sd or more)"
+        )
         st.markdown(
             f"**The conclusion** ({who}, "
             f"{'for' if stb.conclusion_signs[0] > 0 else 'against'} the class) holds in "
-            f"**{stb.conclusion_agreement:.0%}** of the {stb.runs}: **{stb.verdict}** · "
+            f"**{stb.conclusion_agreement:.0%}** of the {stb.runs}{lead}: **{stb.verdict}** · "
             f"**The detail** (the order of the other regions that matter): **{detail}**"
         )
     m = len(stb.matter)
@@ -90,8 +96,10 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
         f"its |mean| is at least {T.MIN_SHARE:.0%} of the largest. It is settled when W ≥ "
         f"{T.STABLE_W}, top-k overlap ≥ {T.STABLE_JACCARD} and no sign flips; it is reported, "
         "and does not decide the verdict. With one run (Repeats 1), the runs are 40 bootstrap "
-        "resamples of its sample: no extra model pass. Stopping early stops once the "
-        "conclusion is stable."
+        "resamples of its sample: no extra model pass. Those vary around the sample's own "
+        "weights, so the conclusion must also lead the next region by at least "
+        f"{T.CONCLUSION_LEAD:g} standard deviations of that gap over the resamples. Stopping "
+        "early stops once the conclusion is stable."
     )
     left, right = display.columns([1, 1], gap="large")
     with left:

@@ -68,12 +68,16 @@ def test_one_sample_verdict_is_reproducible_and_costs_no_model_pass():
 
 
 def test_one_sample_verdict_agrees_with_five_independent_repeats_on_toys():
-    """The honesty check in miniature: over noise levels from clean to hopeless, the conclusion
-    judged from one sample (resampled) and from 5 independent samples of the same size agree in
-    most cases (17 of 20 here), and the one sample never says "stable" where the repeats say
-    "unstable"; bench/bench_calibration.py measures it on real models."""
-    k, n, agree, cases = 12, 300, 0, 0
+    """The honesty check in miniature, at a fixed N = 300 over noise levels from clean to
+    hopeless: the conclusion judged from one sample (resampled) never makes a dangerous error
+    against 5 independent samples of the same size ("stable" where they say "unstable", or a
+    stable first region that is not theirs), agrees with them on every case with a clear
+    signal, and where they differ it is the cautious side: not stable where the repeats say
+    stable (a lead under CONCLUSION_LEAD sd at N = 300, which the default settles by sampling
+    on; bench/bench_calibration.py measures that on real models)."""
+    k, n = 12, 300
     true = np.r_[np.linspace(1.0, 0.2, 4), np.zeros(k - 4)]
+    misses = []
     for noise in (0.02, 0.1, 0.3, 1.0, 3.0):
         for seed in range(4):
             one = _linear_sample(k, n, 100 * seed, noise, true)
@@ -83,14 +87,15 @@ def test_one_sample_verdict_agrees_with_five_independent_repeats_on_toys():
                 ms, y, sw = _linear_sample(k, n, 100 * seed + r, noise, true)
                 ws.append(fit_ridge(ms.masks, y[:, None], sw, alpha=1.0).coef[0])
             ref = trust.stability(np.stack(ws))
-            # the conclusion: stable or not alike, and the same first region when stable
-            agree += (judged.verdict == "stable") == (ref.verdict == "stable") and (
-                judged.verdict != "stable" or judged.conclusion[0] == ref.conclusion[0]
-            )
-            # never a dangerous error: "stable" where the repeats say "unstable"
-            assert not (judged.verdict == "stable" and ref.verdict == "unstable"), (noise, seed)
-            cases += 1
-    assert agree / cases >= 0.8, f"{agree}/{cases}"
+            case = (noise, seed, judged.verdict, ref.verdict)
+            if judged.verdict == "stable":  # never a dangerous error
+                assert ref.verdict == "stable", case
+                assert judged.conclusion[0] == ref.conclusion[0], case
+            elif ref.verdict == "stable":
+                misses.append(case)  # the cautious side
+            if noise <= 0.3:  # a clear signal: the same word, stable
+                assert judged.verdict == ref.verdict == "stable", case
+    assert all(noise >= 1.0 for noise, *_ in misses), misses
 
 
 # ----------------------------------------------------------------------------- defaults
@@ -102,7 +107,7 @@ def test_the_defaults_stop_early_with_a_verdict_and_no_repeats(quadrants):
     assert cfg.sampling.early_stop == 1.0 and cfg.trust.repeats == 1
     stb = ex.trust.stability
     assert stb.source == "stream" and stb.verdict == "stable"
-    assert ex.trust.early_stop.stopped and ex.run.samples_used < 1000
+    assert ex.trust.early_stop.stopped and ex.run.samples_used < cfg.sampling.samples
     # the final verdict is the last early-stop check's (the same sample, the same seed)
     assert ex.trust.early_stop.checks[-1].verdict == stb.verdict
     assert stb.samples == ex.run.samples_used

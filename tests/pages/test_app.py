@@ -65,7 +65,7 @@ def test_explain_works_at_once(at):
     ex = state(at).explanation
     assert (
         ex is not None
-        and ex.config.sampling.samples == lc.ExplainConfig().sampling.samples == 800
+        and ex.config.sampling.samples == lc.ExplainConfig().sampling.samples == 1600
         and ex.run.model == "demo"
     )
     assert any("Explained" in s.value for s in at.success)

@@ -457,3 +457,75 @@ def test_the_verdict_names_regions_as_the_caller_calls_them():
         "are the first 3 in 30 of 40 resamples; region 12 changes sign; the order of the 9 other "
         "regions that matter is not settled; the 1 region that matters"
     )
+
+
+def _near_tie_sample(first: float, n: int = 800, seed: int = 19):
+    """One sample of a linear model over 8 regions: region 0 weighs ``first``, regions 1..5
+    0.95 down to 0.75 (a near-tie when ``first`` is 1.0), two weigh nothing; noise sd 0.4.
+    Returns (masks, y, weights)."""
+    rng = np.random.default_rng(seed)
+    masks = rng.random((n, 8)) < 0.5
+    masks[0] = True
+    coef = np.array([first, 0.95, 0.9, 0.85, 0.8, 0.75, 0.0, 0.0])
+    return masks, masks @ coef + rng.normal(0, 0.4, n), np.ones(n)
+
+
+def test_the_lead_is_the_gap_to_the_next_region_in_sd_of_its_resampled_spread():
+    from limecraft_core.trust import conclusion_lead
+
+    own = np.array([3.0, -2.0, 1.0])
+    resampled = np.array([[3.0, -2.0, 1.0], [2.5, -2.5, 1.0], [3.5, -1.5, 1.0]])
+    # region 0's |w| minus the best other's (region 1): 1.0 here; 0, 1 and 2 in the resamples
+    assert conclusion_lead(own, resampled, np.array([0])) == pytest.approx(1.0 / 1.0)
+    # the pair {0, 1} against region 2: 1.0 here; 1.0, 1.5 and 0.5 in the resamples
+    assert conclusion_lead(own, resampled, np.array([0, 1])) == pytest.approx(1.0 / 0.5)
+    assert conclusion_lead(own, resampled, np.array([0, 1, 2])) == float("inf")
+
+
+def test_a_near_tie_that_one_sample_breaks_is_not_stable_however_many_resamples_agree():
+    """The calibration's lesson (noise-chelsea): one sample can put one of two near-tied
+    regions ahead, and its 40 resamples, which vary around that sample, all agree. Without a
+    firm lead the verdict is borderline, and says why; with the lead's threshold at 0 the same
+    sample is called stable (what the verdict did before). A clear leader stays stable."""
+    from limecraft_core.trust import CONCLUSION_LEAD, EarlyStopCheck, stream_stability
+
+    masks, y, sw = _near_tie_sample(1.0)
+    st = stream_stability(masks, y, sw, alpha=1.0)
+    assert st.conclusion_agreement == 1.0 and st.conclusion_distinguishable, st.reason
+    assert 0 < st.conclusion_lead < CONCLUSION_LEAD and not st.conclusion_firm
+    assert st.verdict == "borderline"
+    assert f"(a firm lead: {CONCLUSION_LEAD:g} sd)" in st.reason
+    assert "but it leads the next region by only" in st.reason
+    assert not EarlyStopCheck.of(st).passes(1.0)  # the early stop samples on
+    assert stream_stability(masks, y, sw, alpha=1.0, lead=0.0).verdict == "stable"
+
+    masks, y, sw = _near_tie_sample(1.6)
+    clear = stream_stability(masks, y, sw, alpha=1.0)
+    assert clear.verdict == "stable" and clear.conclusion == [0]
+    assert clear.conclusion_lead >= CONCLUSION_LEAD and clear.conclusion_firm
+    assert EarlyStopCheck.of(clear).passes(1.0)
+
+
+def test_the_shortest_firm_set_is_the_conclusion_of_one_sample():
+    """Two regions tied at the top, far ahead of the rest: neither leads alone, the pair does,
+    so one sample concludes the pair (stable), whose lead is firm."""
+    from limecraft_core.trust import stream_stability
+
+    rng = np.random.default_rng(2)
+    masks = rng.random((800, 6)) < 0.5
+    masks[0] = True
+    y = masks @ np.array([1.0, -1.0, 0.2, 0.1, 0.0, 0.0]) + rng.normal(0, 0.3, 800)
+    st = stream_stability(masks, y, np.ones(800), alpha=1.0)
+    assert sorted(st.conclusion) == [0, 1] and st.verdict == "stable", st.reason
+    assert st.conclusion_firm
+
+
+def test_a_verdict_saved_before_the_lead_restores_as_firm():
+    from limecraft_core.trust import TrustResults, stream_stability
+
+    masks, y, sw = _near_tie_sample(1.6)
+    d = stream_stability(masks, y, sw, alpha=1.0).to_dict()
+    assert d["conclusion_lead"] > 0  # written now
+    d.pop("conclusion_lead")
+    old = TrustResults.from_dict({"stability": d}).stability
+    assert old.conclusion_lead is None and old.conclusion_firm and old.verdict == "stable"
