@@ -6,7 +6,8 @@ except the cap (``--max-cap``, early stopping off). Its main sample (the masks, 
 outputs and the surrogate's weights of each row) is kept. For each lead z and cap, the early
 stop is then replayed on prefixes of that sample, at the sizes the engine checks
 (:attr:`~limecraft_core.config.SamplingConfig.step` for that cap, rounded up to the run's batch
-size, from the first check size on): it stops at the first "stable" verdict of
+size, from the first check size on, skipping the checks that cannot pass as the engine does,
+:func:`limecraft_core.trust.next_check` with the lead tried): it stops at the first "stable" verdict of
 :func:`limecraft_core.trust.stream_stability` with that lead, else at the cap. The verdict
 there is judged against the case's cached 5-repeat reference by the calibration's own rule
 (:func:`bench_calibration.judge`). The rows of a prefix are exactly the rows an early-stopped
@@ -97,28 +98,28 @@ def main_sample(case: cal.Case, clf: lc.Classifier, n: int) -> dict[str, Any]:
     }
 
 
-def check_sizes(cap: int, batch: int, k: int) -> list[int]:
-    """The sample sizes at which the engine judges the sample for the cap ``cap``."""
+def first_and_step(cap: int, batch: int, k: int) -> tuple[int, int]:
+    """The first size the engine judges and its step, for the cap ``cap``."""
     step = SamplingConfig(samples=cap).step
     step = min(-(-step // batch) * batch, cap)
     first = max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k)
-    sizes, done = [], 0
-    while done < cap:
-        done = min(done + step, cap)
-        if done >= first or done == cap:
-            sizes.append(done)
-    return sizes
+    return -(-first // step) * step, step
 
 
 def replay(s: dict[str, Any], lead: float, cap: int) -> dict[str, Any]:
-    """The default run's verdict with the lead ``lead`` and the cap ``cap``, replayed."""
+    """The default run's verdict with the lead ``lead`` and the cap ``cap``, replayed at the
+    sizes the engine judges: from the first check size on, each next one by
+    :func:`limecraft_core.trust.next_check` (for the lead tried), and the cap."""
     k = s["masks"].shape[1]
-    for n in check_sizes(cap, s["batch"], k):
+    n, step = first_and_step(cap, s["batch"], k)
+    while True:
+        n = min(n, cap)
         st = trust.stream_stability(
             s["masks"][:n], s["y"][:n], s["sw"][:n], s["alpha"], seed=s["seed"], lead=lead
         )
         if st.verdict == "stable" or n == cap:
             break
+        n = trust.next_check(n, step, st.conclusion_lead, firm=lead) if lead else n + step
     return {
         **s["row"],
         "default": {

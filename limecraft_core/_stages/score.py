@@ -171,12 +171,14 @@ def _score_main_steps(
     if s.early_stop_step is None:  # the default step, rounded up to whole batches
         b = run.scene.batch_size
         step = min(-(-step // b) * b, s.samples)
-    first_check = max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k)
+    # judged from this size on; with early stopping, at the sizes trust.next_check picks (a
+    # check that cannot pass is skipped), else at every step when showing partial results
+    next_at = max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k)
     while done < s.samples:
         stop = min(done + step, s.samples)
         parts.append(run(ms.masks[done:stop]))
         done = stop
-        judge = done >= first_check or done == s.samples
+        judge = done >= next_at or done == s.samples
         if not (partial is not None or (judge and s.early_stop is not None)):
             continue
         tgt = _early_target(cfg, parts[0][0])
@@ -186,11 +188,13 @@ def _score_main_steps(
             stream = stream_verdict(ms.masks[:done], y, sw, cfg)
         if s.early_stop is not None and judge and done < s.samples:
             checks.append(_trust.EarlyStopCheck.of(stream))
+            next_at = _trust.next_check(done, step, stream.conclusion_lead)
         halt = bool(s.early_stop is not None and checks and checks[-1].passes(s.early_stop))
         if partial is not None:  # the final one comes before the deltas and other checks
             w = fit_ridge(ms.masks[:done], y[:, None], sw, alpha=cfg.surrogate.ridge_alpha)
             final = halt or done == s.samples
-            partial(Partial(done, s.samples, tgt, w.coef[0], stream if judge else None, final))
+            # between checks, the last check's verdict (its own sample size says which)
+            partial(Partial(done, s.samples, tgt, w.coef[0], stream, final))
         if halt:
             break
     record = None

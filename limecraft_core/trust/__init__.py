@@ -111,7 +111,16 @@ from .road import (
     road_images,
     road_order,
 )
-from .sampling import Convergence, EarlyStop, EarlyStopCheck, KernelSweep, convergence, kernel_sweep
+from .sampling import (
+    LEAD_MARGIN,
+    Convergence,
+    EarlyStop,
+    EarlyStopCheck,
+    KernelSweep,
+    convergence,
+    kernel_sweep,
+    next_check,
+)
 from .stability import (
     MASS_SHARE,
     MIN_SHARE,
@@ -142,6 +151,7 @@ __all__ = [
     "CONCLUSION_MAX",
     "CONCLUSION_SHARE",
     "GOOD_R2",
+    "LEAD_MARGIN",
     "LOW_R2",
     "MASS_SHARE",
     "MIN_SHARE",
@@ -194,6 +204,7 @@ __all__ = [
     "localisation",
     "localise",
     "name_regions",
+    "next_check",
     "noisy_linear_imputation",
     "random_subsets",
     "rank_agreement",

@@ -158,6 +158,28 @@ def kernel_sweep(
     )
 
 
+LEAD_MARGIN = 2.0  # sd: how far one sample's estimate of a lead may fall under its value
+
+
+def next_check(n: int, step: int, lead: float | None, firm: float = CONCLUSION_LEAD) -> int:
+    """The next sample size worth judging, after a check at ``n`` whose conclusion led the next
+    region by ``lead`` sd (:func:`~limecraft_core.trust.conclusion_lead`), in whole steps.
+
+    A lead's z-score grows about as the square root of the sample size (its gap settles, the
+    gap's spread shrinks as 1/sqrt(n)), and one sample's estimate of it is off by about 1 sd.
+    Allowing ``LEAD_MARGIN`` (2 sd) of that, a lead of ``lead`` at ``n`` reaches ``firm`` no
+    sooner than at n * (firm / (lead + 2))^2: the checks before that cannot pass, and each
+    costs 40 ridge fits, so they are skipped. Only leads under ``firm`` - 2 sd skip anything
+    (under 1.5 sd at the default 3.5: a near-tie or no signal); a firm lead, no conclusion at
+    all (``lead`` None) or a close one gives the next step, ``n + step``.
+    """
+    nxt = n + step
+    if lead is None or not np.isfinite(lead) or lead >= firm - LEAD_MARGIN:
+        return nxt
+    want = n * (firm / (max(lead, 0.0) + LEAD_MARGIN)) ** 2
+    return max(nxt, n + step * int(np.ceil((want - n) / step)))
+
+
 @dataclass(frozen=True)
 class EarlyStopCheck:
     """One early-stop check: the one-stream verdict (:func:`stream_stability`) on the first

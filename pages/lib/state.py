@@ -497,7 +497,8 @@ def live_result(
         verdict = ":gray-badge[not judged yet] (from 200 samples on)"
     else:
         why = named_reason(stb.reason, reg.names).split(": ", 1)[-1]
-        verdict = f"{VERDICT_TEXT[stb.verdict]} so far: {md(why)}"
+        when = "so far" if stb.samples in (None, p.samples) else f"at {stb.samples} samples"
+        verdict = f"{VERDICT_TEXT[stb.verdict]} {when}: {md(why)}"
     with slot.container(border=True):
         st.markdown(
             f"**Live result for {md(label)}** · {p.samples} of up to {p.allowed} samples  \n"

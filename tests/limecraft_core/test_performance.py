@@ -8,12 +8,14 @@ model.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 from scipy.stats import spearmanr
 
-from limecraft_core import Classifier, LimecraftError, MaskCache, explain
+from limecraft_core import Classifier, LimecraftError, MaskCache, explain, trust
 from limecraft_core.perturb import run_masks
 from tests.toys import ChannelMeans, LinearPixels, Recorder
 
@@ -80,7 +82,13 @@ def test_early_stop_runs_to_the_end_when_the_model_is_noise(photo):
     )
     info = e.trust.early_stop
     assert not info.stopped and info.samples_used == 600
-    assert len(info.checks) == 600 // 100 - 2  # checked from 200 on, not at the end
+    checks = info.checks
+    assert checks[0].n == 200  # checked from 200 on, not at the end
+    # a lead far under the firm one skips the checks that cannot pass (trust.next_check)
+    for a, b in itertools.pairwise(checks):
+        assert b.n == trust.next_check(a.n, 100, a.conclusion_lead)
+    assert trust.next_check(checks[-1].n, 100, checks[-1].conclusion_lead) >= 600
+    assert len(checks) < 600 // 100 - 2
     assert all(c.kendall_w < 0.95 for c in info.checks)
 
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 from toys import ChannelMeans, LinearPixels
 
-from limecraft_core import Explanation, LimecraftError, explain, segment
+from limecraft_core import Explanation, LimecraftError, explain, segment, trust
 from limecraft_core.trust import (
     auc,
     deletion_insertion_masks,
@@ -529,3 +529,20 @@ def test_a_verdict_saved_before_the_lead_restores_as_firm():
     d.pop("conclusion_lead")
     old = TrustResults.from_dict({"stability": d}).stability
     assert old.conclusion_lead is None and old.conclusion_firm and old.verdict == "stable"
+
+
+def test_the_next_check_skips_only_checks_that_cannot_pass():
+    """A lead grows about as sqrt(n): from a lead of z sd at n, allowing 2 sd of estimation
+    error, the firm 3.5 sd is out of reach before n (3.5 / (z + 2))^2; checks before that are
+    skipped, in whole steps. A firm, close or missing lead gives the next step."""
+    assert trust.next_check(200, 100, None) == 300  # no conclusion yet
+    assert trust.next_check(200, 100, 5.0) == 300  # firm
+    assert trust.next_check(200, 100, 1.5) == 300  # 1.5 + 2 = 3.5: it could be firm next
+    assert trust.next_check(200, 100, float("inf")) == 300
+    # no lead at all: 200 (3.5/2)^2 = 612.5, rounded up to whole steps from 200
+    assert trust.next_check(200, 100, 0.0) == 700
+    assert trust.next_check(224, 112, 0.1) == 672  # 224 (3.5/2.1)^2 = 622
+    got = trust.next_check(400, 100, 1.0)  # 400 (3.5/3)^2 = 544
+    assert got == 600 and got >= 400 * (3.5 / 3.0) ** 2
+    # never sooner than the next step, whatever the lead
+    assert all(trust.next_check(300, 50, z) >= 350 for z in (0.0, 0.5, 1.0, 2.0, 9.0))
