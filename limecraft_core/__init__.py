@@ -28,7 +28,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ModelError",
     ),
     ".limits": (
-        "FILLS",
         "METHODS",
         "SCHEMES",
     ),
@@ -57,6 +56,10 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "OUTPUT_SPACES",
         "as_scorer",
         "explain",
+    ),
+    ".fill_table": (
+        "FILLS",
+        "Fill",
     ),
     ".perturb": (
         "MaskCache",

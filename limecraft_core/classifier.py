@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ._validate import LimecraftError, ModelError, as_float_image, check_choice, check_int
+from .fill_table import Fill
 from .io.system import cpu_flags
 
 __all__ = [
@@ -342,7 +343,7 @@ class Classifier:
     def run_masks(
         self,
         image: torch.Tensor,
-        fill: torch.Tensor,
+        fill: torch.Tensor | Fill,
         labels: torch.Tensor,
         masks: np.ndarray,
         batch_size: int,

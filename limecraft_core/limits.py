@@ -11,15 +11,13 @@ from dataclasses import dataclass
 
 from ._validate import MAX_PIXELS
 
-__all__ = ["FILLS", "LIMITS", "METHODS", "PARAM_RANGES", "SCHEMES", "THRESHOLDS", "Limit"]
+__all__ = ["LIMITS", "METHODS", "PARAM_RANGES", "SCHEMES", "THRESHOLDS", "Limit"]
 
 # The choices of the settings whose values are names. They live here, beside the ranges, so that
 # the settings schema (``config``) needs neither torch nor scikit-image: ``perturbation`` and
 # ``segmentation`` import them from here.
 #: Perturbation sampling schemes (see :func:`limecraft_core.perturb.sample_masks`).
 SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
-#: Fills by name; a ``#RRGGBB`` colour is a fill too (see :func:`~limecraft_core.make_fill`).
-FILLS = ("mean", "gray", "black", "blur", "inpaint", "inpaint-each")
 #: Superpixel methods (see :func:`limecraft_core.regions.segment`).
 METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
 #: Valid range of every segmentation method parameter: (low, high, low is open, is an integer).

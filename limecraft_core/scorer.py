@@ -14,6 +14,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from .fill_table import Fill
+
 __all__ = ["Scorer"]
 
 
@@ -44,7 +46,7 @@ class Scorer(Protocol):
     def run_masks(
         self,
         image: torch.Tensor,
-        fill: torch.Tensor,
+        fill: torch.Tensor | Fill,
         labels: torch.Tensor,
         masks: np.ndarray,
         batch_size: int,
@@ -57,9 +59,10 @@ class Scorer(Protocol):
 
         Parameters
         ----------
-        image, fill : (3, h, w) float32 tensors in [0, 1] on ``device``. A NaN ``fill`` is
-            :data:`~limecraft_core.perturb.PER_MASK` (fill ``inpaint``): each
-            perturbation is inpainted from its own kept pixels. Compose with
+        image : (3, h, w) float32 tensor in [0, 1] on ``device``
+        fill : (3, h, w) float32 tensor in [0, 1] on ``device`` (a static fill), or a
+            per-mask :class:`~limecraft_core.perturb.Fill` (``inpaint``: each perturbation is
+            inpainted from its own kept pixels). Compose with
             :func:`~limecraft_core.perturb.compose_batch`, which handles both.
         labels : (h, w) int64 tensor on ``device``, region ids 0..K-1
         masks : (N, K) bool ndarray; True keeps a region, False fills it

@@ -52,6 +52,7 @@ from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
 from limecraft_core._validate import check_choice, check_int
 from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
 from limecraft_core.io.npz import encode_npz, load_npz, npz_members
+from limecraft_core.perturb import Fill
 from models import registry
 
 from .workqueue import QueuedScorer, QueueStatus, WorkQueue
@@ -193,7 +194,8 @@ def small_labels(labels: np.ndarray) -> np.ndarray:
 
 
 def scene_key(image: np.ndarray, fill: np.ndarray, labels: np.ndarray) -> str:
-    """Content digest of a scene (image, fill, label map), as the wire sends them."""
+    """Content digest of a scene (image, fill, label map), as the wire sends them (the fill
+    is a float32 image, or the name of a per-mask fill as a 0-d string array)."""
     h = hashlib.blake2b(digest_size=16)
     for a in (image, fill, labels):
         h.update(f"{a.dtype.str}{a.shape}".encode())
@@ -501,7 +503,7 @@ class RemoteScorer:
     def run_masks(
         self,
         image: torch.Tensor,
-        fill: torch.Tensor,
+        fill: torch.Tensor | Fill,
         labels: torch.Tensor,
         masks: np.ndarray,
         batch_size: int,
@@ -522,7 +524,7 @@ class RemoteScorer:
             dev = clf.device
             return clf.run_masks(
                 image.to(dev),
-                fill.to(dev),
+                fill if isinstance(fill, Fill) else fill.to(dev),
                 labels.to(dev),
                 masks,
                 batch_size,
@@ -538,7 +540,7 @@ class RemoteScorer:
     def _run_remote(
         self,
         image: torch.Tensor,
-        fill: torch.Tensor,
+        fill: torch.Tensor | Fill,
         labels: torch.Tensor,
         masks: np.ndarray,
         progress: Callable[[int, int], None] | None,
@@ -548,7 +550,8 @@ class RemoteScorer:
         masks = np.asarray(masks, dtype=bool)
         n = len(masks)
         img = image.detach().cpu().float().numpy()
-        fil = fill.detach().cpu().float().numpy()
+        # a per-mask fill travels by its name (the replica composes it from its own table)
+        fil = np.array(fill.name) if isinstance(fill, Fill) else fill.detach().cpu().float().numpy()
         lab = small_labels(labels.detach().cpu().numpy())
         scene = {"image": img, "fill": fil, "labels": lab}
         key = np.array(scene_key(img, fil, lab))

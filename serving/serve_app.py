@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from limecraft_core import Classifier, LimecraftError, ModelError
-from limecraft_core.perturb import compose_batch, default_batch_size
+from limecraft_core.perturb import FILLS, Fill, compose_batch, default_batch_size
 from models.registry import load_classifier, model_info
 
 from . import remote as wire
@@ -91,8 +91,8 @@ def gpu_fraction(model: str) -> float:
 @dataclass(frozen=True)
 class _Scene:
     image: torch.Tensor  # (3, h, w) float32 on the device
-    fill: torch.Tensor
-    diff: torch.Tensor  # image - fill, once per scene
+    fill: torch.Tensor | Fill  # a static fill's image, or a per-mask fill (FILLS, by name)
+    diff: torch.Tensor | None  # image - fill, once per scene (None for a per-mask fill)
     labels: torch.Tensor  # (h, w) int64
 
 
@@ -251,23 +251,29 @@ class LimecraftModel:
     ) -> None:
         if wire.scene_key(image, fill, labels) != key:
             raise LimecraftError("the scene does not match its key")
+        per_mask = None
+        if fill.dtype.kind == "U" and fill.ndim == 0:  # a per-mask fill, by name
+            per_mask = FILLS.get(str(fill))
+            if per_mask is None or not per_mask.is_per_mask:
+                raise LimecraftError(f"{str(fill)!r} is not a per-mask fill of this replica")
         if (
             image.ndim != 3
             or image.shape[0] != 3
-            or fill.shape != image.shape
+            or (per_mask is None and fill.shape != image.shape)
             or labels.shape != image.shape[1:]
             or image.dtype != np.float32
-            or fill.dtype != np.float32
+            or (per_mask is None and fill.dtype != np.float32)
         ):
             raise LimecraftError("a scene is float32 (3, H, W) image and fill, (H, W) labels")
         if labels.size and int(labels.max()) >= k:
             raise LimecraftError(f"labels go up to {int(labels.max())} but masks have {k} regions")
         dev = self.clf.device
         img = torch.from_numpy(image).to(dev)
-        fil = torch.from_numpy(fill).to(dev)
+        fil = per_mask if per_mask is not None else torch.from_numpy(fill).to(dev)
         lab = torch.from_numpy(labels.astype(np.int64)).to(dev)
+        diff = None if isinstance(fil, Fill) else img - fil
         with self._lock:
-            self._scenes[key] = _Scene(img, fil, img - fil, lab)
+            self._scenes[key] = _Scene(img, fil, diff, lab)
             self._scenes.move_to_end(key)
             while len(self._scenes) > SCENE_CACHE:
                 self._scenes.popitem(last=False)

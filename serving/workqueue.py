@@ -35,7 +35,7 @@ import torch
 
 from limecraft_core import Scorer
 from limecraft_core._validate import Cancelled, LimecraftError, check_int
-from limecraft_core.perturb import compose_batch
+from limecraft_core.perturb import Fill, compose_batch
 
 __all__ = ["BatchScorer", "QueueStatus", "QueuedScorer", "WorkQueue"]
 
@@ -65,7 +65,7 @@ class _Job:
     id: int
     model: BatchScorer
     image: torch.Tensor
-    fill: torch.Tensor
+    fill: torch.Tensor | Fill
     labels: torch.Tensor
     expand: int
     alive: Callable[[], bool] | None
@@ -115,7 +115,7 @@ class WorkQueue:
         self,
         model: BatchScorer,
         image: torch.Tensor,
-        fill: torch.Tensor,
+        fill: torch.Tensor | Fill,
         labels: torch.Tensor,
         masks: np.ndarray,
         chunk: int,
@@ -360,7 +360,7 @@ class QueuedScorer:
     def run_masks(
         self,
         image: torch.Tensor,
-        fill: torch.Tensor,
+        fill: torch.Tensor | Fill,
         labels: torch.Tensor,
         masks: np.ndarray,
         batch_size: int,

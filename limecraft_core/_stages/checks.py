@@ -79,9 +79,7 @@ def _fills(
     seconds: list[float | None] = [None]
     for f in others:
         start = time.perf_counter()  # the fill made and the whole sample scored under it
-        y = _column(
-            run(main.masks, scene.fill_tensor(f, cfg.fill.blur_sigma), run.new_cache()), tgt
-        )
+        y = _column(run(main.masks, scene.fill_for(f, cfg.fill.blur_sigma), run.new_cache()), tgt)
         seconds.append(time.perf_counter() - start)
         weights.append(
             fit_ridge(main.masks, y[:, None], sw, alpha=cfg.surrogate.ridge_alpha).coef[0]

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import FillConfig
-from ..perturb import default_batch_size, make_fill
+from ..perturb import Fill, default_batch_size, scene_fill
 from ..regions import (
     Regions,
     resize_nearest,
@@ -24,7 +24,9 @@ class Scene:
 
     Attributes
     ----------
-    image, fill : (3, h, w) float32 tensors in [0, 1]
+    image : (3, h, w) float32 tensor in [0, 1]
+    fill : (3, h, w) float32 tensor in [0, 1] (a static fill), or a per-mask Fill
+        (:func:`~limecraft_core.perturb.scene_fill`)
     labels : (h, w) int64 tensor, region ids 0..K-1
     work_image : (h, w, 3) float32 ndarray, the image at that size (for other fills)
     work_labels : (h, w) int ndarray
@@ -33,18 +35,17 @@ class Scene:
     """
 
     image: torch.Tensor
-    fill: torch.Tensor
+    fill: torch.Tensor | Fill
     labels: torch.Tensor
     work_image: np.ndarray
     work_labels: np.ndarray
     n_regions: int
     batch_size: int
 
-    def fill_tensor(self, fill: Any, blur_sigma: float | None) -> torch.Tensor:
+    def fill_for(self, fill: Any, blur_sigma: float | None) -> torch.Tensor | Fill:
         """Another fill of the same scene (for the fill comparison)."""
-        return _to_device(
-            make_fill(self.work_image, self.work_labels, fill, blur_sigma=blur_sigma),
-            self.image.device,
+        return scene_fill(
+            self.work_image, self.work_labels, fill, self.image.device, blur_sigma=blur_sigma
         )
 
 
@@ -69,9 +70,7 @@ def prepare_scene(
     work_image = image_t.cpu().numpy().transpose(1, 2, 0)
     return Scene(
         image=image_t,
-        fill=_to_device(
-            make_fill(work_image, work_labels, fill.fill, blur_sigma=fill.blur_sigma), dev
-        ),
+        fill=scene_fill(work_image, work_labels, fill.fill, dev, blur_sigma=fill.blur_sigma),
         labels=torch.from_numpy(work_labels.astype(np.int64)).to(dev),
         work_image=work_image,
         work_labels=work_labels,

@@ -12,7 +12,7 @@ import torch
 from .. import trust as _trust
 from .._validate import check_int
 from ..config import ExplainConfig
-from ..perturb import MaskCache, MaskSample
+from ..perturb import Fill, MaskCache, MaskSample
 from ..scorer import Scorer
 from ..surrogate import Kernel, cosine_distance, fit_ridge
 from .plan import (
@@ -55,7 +55,7 @@ class Runner:
         return lambda done, _n: self.progress(base + done, self.total)
 
     def __call__(
-        self, masks: np.ndarray, fill: torch.Tensor | None = None, memo: Any = "main"
+        self, masks: np.ndarray, fill: torch.Tensor | Fill | None = None, memo: Any = "main"
     ) -> torch.Tensor:
         """Scores of ``masks`` in the output space, (N, C); ``memo`` is a MaskCache, "main" or None."""
         memo = self.cache if memo == "main" else memo

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validate import LimecraftError
-from ..limits import FILLS, METHODS, SCHEMES
+from ..fill_table import FILLS
+from ..limits import METHODS, SCHEMES
 from .fields import DEVICES, OUTPUT_SPACES, PRECISIONS, FieldSpec, _check, _f
 
 

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._validate import LimecraftError, check_choice, check_int, parse_colour
-from ..limits import FILLS, LIMITS, PARAM_RANGES
+from .._validate import LimecraftError, check_choice, check_int
+from ..fill_table import check_fill_name
+from ..limits import LIMITS, PARAM_RANGES
 
 if TYPE_CHECKING:
     from .fields import FieldSpec
@@ -84,14 +85,6 @@ def _check_width(name: str, v: Any) -> float | str:
     return _check_limit(name, v, "float", "kernel_width")
 
 
-def _check_fill_name(name: str, v: Any) -> str:
-    if isinstance(v, str) and (v in FILLS or parse_colour(v) is not None):
-        return v
-    raise LimecraftError(
-        f"{name} must be one of {', '.join(FILLS)} or a colour like #808080; got {v!r}"
-    )
-
-
 def _as_tuple(name: str, v: Any) -> tuple:
     if v is None:
         return ()
@@ -109,7 +102,7 @@ def _bool(spec: FieldSpec, v: Any) -> bool:
 def _fill(spec: FieldSpec, v: Any) -> Any:
     if callable(v):  # a library user's own fill function (recorded by its name)
         return v
-    return _check_fill_name(spec.name, v)
+    return check_fill_name(v, spec.name)
 
 
 def _ints(spec: FieldSpec, v: Any) -> tuple[int, ...]:
@@ -225,9 +218,7 @@ KINDS: dict[str, Kind] = {
         # a list of fills
         Kind(
             "fills",
-            lambda s, v: tuple(
-                _check_fill_name(f"{s.name} entry", f) for f in _as_tuple(s.name, v)
-            ),
+            lambda s, v: tuple(check_fill_name(f, f"{s.name} entry") for f in _as_tuple(s.name, v)),
             lambda t: tuple(_parts(t)),
             "fills",
         ),

@@ -16,13 +16,16 @@ from .._validate import (
     check_int,
     check_label_map,
 )
-from ..perturb import check_fill
+from ..fill_table import FILLS, check_fill_name
 
 EDIT_KINDS = ("color", "move", "rotate", "scale", "blur", "remove", "watermark")
 
 
-#: Named fills for a vacated or removed area; a ``#RRGGBB`` colour is accepted too.
-EDIT_FILLS = ("inpaint", "mean", "gray", "black")
+#: Named fills for a vacated or removed area (the fills of FILLS marked ``edits``, the per-mask
+#: inpaint first: it is an edit's default); a ``#RRGGBB`` colour is accepted too.
+EDIT_FILLS = tuple(
+    sorted((n for n, f in FILLS.items() if f.edits), key=lambda n: not FILLS[n].is_per_mask)
+)
 
 
 #: Above this sigma the blur runs on a coarser grid (see ``_blur_region``).
@@ -30,17 +33,7 @@ _DIRECT_BLUR_SIGMA = 8.0
 
 
 def _check_edit_fill(fill: object) -> str:
-    ok = isinstance(fill, str) and (fill in EDIT_FILLS or fill.startswith("#"))
-    if ok and fill not in EDIT_FILLS:
-        try:
-            check_fill(fill)  # type: ignore[arg-type]
-        except LimecraftError:
-            ok = False
-    if not ok:
-        raise LimecraftError(
-            f"fill must be one of {', '.join(EDIT_FILLS)} or a colour like #808080; got {fill!r}"
-        )
-    return str(fill)
+    return check_fill_name(fill, "fill", EDIT_FILLS)
 
 
 def _signed(value: float, digits: int = 0) -> str:

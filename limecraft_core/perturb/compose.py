@@ -14,19 +14,17 @@ from .._validate import (
     as_float_image,
     check_int,
 )
-from .fills import Fill, _is_per_mask, make_fill
-from .inpaint import _inpaint_union
+from .fills import Fill, FillSpec, scene_fill
 
 
 def compose_batch(
     image: torch.Tensor,
-    fill: torch.Tensor,
+    fill: torch.Tensor | Fill,
     labels: torch.Tensor,
     masks: torch.Tensor,
     out: torch.Tensor | None = None,
     diff: torch.Tensor | None = None,
     expand: int = 0,
-    per_mask: bool | None = None,
 ) -> torch.Tensor:
     """Build a batch of perturbed images on the tensors' device.
 
@@ -35,22 +33,23 @@ def compose_batch(
     multiply-add, about 3x faster than a boolean ``where`` on a CPU. Hidden pixels are exactly
     the fill; kept pixels equal the image up to float rounding (1 ulp).
 
-    When ``fill`` is the :data:`PER_MASK` marker (fill ``inpaint``), the hidden pixels of each
-    image are instead inpainted, all at once, from that image's kept pixels (pull-push at most
-    128 px on the longer side, as for ``inpaint-each``); kept pixels are the image exactly.
+    When ``fill`` is a per-mask :class:`~limecraft_core.perturb.Fill` (``inpaint``), it
+    composes the batch itself from each image's kept pixels (``inpaint``: the hidden pixels
+    inpainted all at once, pull-push at most 128 px on the longer side, as for
+    ``inpaint-each``; kept pixels are the image exactly).
 
     Parameters
     ----------
-    image, fill : (3, H, W) float tensors
+    image : (3, H, W) float tensor
+    fill : (3, H, W) float tensor (a static fill), or a per-mask Fill
+        (:func:`~limecraft_core.perturb.scene_fill` gives one or the other)
     labels : (H, W) int64 tensor, 0..K-1
     masks : (B, K) bool tensor; True keeps the region
     out : (B, 3, H, W) float tensor, optional; a buffer to write into
     diff : (3, H, W) float tensor, optional; ``image - fill``, precomputed once per image
-        (not used for the :data:`PER_MASK` fill)
+        (not used for a per-mask fill)
     expand : int >= 0; hidden areas grow by this many pixels (mask expansion), so that the
         edges of a hidden object do not leak through the fill
-    per_mask : bool, optional; whether ``fill`` is the :data:`PER_MASK` marker. Default: look
-        (one element, which waits for the device); pass it when composing many batches.
 
     Returns
     -------
@@ -60,8 +59,10 @@ def compose_batch(
     keep = masks.to(image.dtype).index_select(1, labels.reshape(-1)).view(b, 1, *labels.shape)
     if expand > 0:  # grow every hidden area by `expand` pixels: 1 - maxpool(1 - keep)
         keep = 1.0 - F.max_pool2d(1.0 - keep, 2 * expand + 1, stride=1, padding=expand)
-    if _is_per_mask(fill) if per_mask is None else per_mask:
-        return _inpaint_union(image, keep, out=out)
+    if isinstance(fill, Fill):
+        if fill.per_mask is None:
+            raise TypeError(f"the static fill {fill.name!r} is composed from its fill image")
+        return fill.per_mask(image, keep, out)
     return torch.addcmul(fill, keep, image - fill if diff is None else diff, out=out)
 
 
@@ -69,7 +70,7 @@ def perturbed_images(
     image: np.ndarray,
     labels: np.ndarray,
     masks: np.ndarray,
-    fill: Fill = "mean",
+    fill: FillSpec = "mean",
     *,
     expand: int = 0,
 ) -> np.ndarray:
@@ -80,7 +81,7 @@ def perturbed_images(
     image : (H, W, 3) uint8 or float ndarray
     labels : (H, W) int ndarray, 0..K-1
     masks : (B, K) bool ndarray
-    fill : str or callable, as for :func:`make_fill`
+    fill : as for :func:`~limecraft_core.perturb.make_fill`, per-mask fills included
     expand : int >= 0, mask expansion in pixels
 
     Returns
@@ -89,11 +90,10 @@ def perturbed_images(
     engine's batches are).
     """
     img = as_float_image(image)
-    f = make_fill(img, labels, fill)
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
     out = compose_batch(
         t(img),
-        t(f),
+        scene_fill(img, labels, fill),
         torch.from_numpy(labels.astype(np.int64)),
         torch.from_numpy(np.asarray(masks, dtype=bool)),
         expand=check_int("expand", expand, 0, 64),
@@ -104,7 +104,7 @@ def perturbed_images(
 def run_masks(
     forward: Callable[[torch.Tensor], torch.Tensor],
     image: torch.Tensor,
-    fill: torch.Tensor,
+    fill: torch.Tensor | Fill,
     labels: torch.Tensor,
     masks: np.ndarray,
     batch_size: int,
@@ -121,7 +121,8 @@ def run_masks(
     Parameters
     ----------
     forward : callable, (B, 3, H, W) float tensor on the device -> (B, C) float tensor
-    image, fill : (3, H, W) float tensors on the device; ``fill`` may be :data:`PER_MASK`
+    image : (3, H, W) float tensor on the device
+    fill : (3, H, W) float tensor on the device, or a per-mask Fill (as for :func:`compose_batch`)
     labels : (H, W) int64 tensor on the device
     masks : (N, K) bool ndarray
     batch_size : int
@@ -136,8 +137,7 @@ def run_masks(
     result: torch.Tensor | None = None  # (N, C), allocated once the first batch gives C
     done = 0
     buffer = None
-    per_mask = _is_per_mask(fill)
-    diff = None if per_mask else image - fill
+    diff = None if isinstance(fill, Fill) else image - fill
     while done < n:
         if cancel is not None and cancel():
             raise Cancelled("cancelled")
@@ -156,7 +156,6 @@ def run_masks(
                 out=buffer[: stop - done],
                 diff=diff,
                 expand=expand,
-                per_mask=per_mask,
             )
             out = forward(batch).float()
             if result is None:

@@ -408,6 +408,14 @@ def test_remote_equals_local(cluster, images, local_results):
     np.testing.assert_allclose(clf.predict(images[1]), local.predict(images[1]), atol=1e-5)
 
 
+def test_a_per_mask_fill_travels_by_name(cluster, images):
+    """inpaint has no fill image: the scene names it and the replica composes it from its own
+    table of fills, pixel for pixel as the local engine does."""
+    here = _explain(images[0], load_classifier("demo", device="cpu"), fill="inpaint")
+    there = _explain(images[0], _remote(cluster), fill="inpaint")
+    np.testing.assert_allclose(there.weights, here.weights, rtol=0, atol=1e-6)
+
+
 @pytest.mark.slow
 def test_cancel_between_chunks(cluster, images):
     clf = _remote(cluster)

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -203,13 +205,36 @@ def _striped_object(h=48, w=64, n_parts=5):
     return img.astype(np.float32), labels, obj
 
 
-def test_make_fill_inpaint_is_the_per_mask_marker(photo):
-    from limecraft_core.perturb import PER_MASK
+def test_inpaint_is_a_per_mask_fill_with_no_fill_image(photo):
+    """No NaN marker: the table says inpaint is per-mask, scene_fill hands the Fill itself to
+    the scorer, and make_fill says why there is no one image (never a fall-through)."""
+    from limecraft_core.perturb import FILLS, Fill, scene_fill
 
     labels = segment(photo, "slic", n_segments=20)
-    f = make_fill(photo, labels, "inpaint")
-    assert f.shape == photo.shape and f.dtype == np.float32 and np.isnan(PER_MASK)
-    assert np.isnan(f).all()
+    assert FILLS["inpaint"].is_per_mask and not FILLS["inpaint-each"].is_per_mask
+    got = scene_fill(photo / np.float32(255), labels, "inpaint")
+    assert isinstance(got, Fill) and got is FILLS["inpaint"]
+    with pytest.raises(LimecraftError, match="depends on each perturbation's mask"):
+        make_fill(photo, labels, "inpaint")
+    static = scene_fill(photo / np.float32(255), labels, "mean")
+    assert isinstance(static, torch.Tensor) and static.shape == (3, *photo.shape[:2])
+    assert torch.isfinite(static).all()
+
+
+def test_an_unknown_fill_is_an_error_everywhere(photo):
+    """Every check reads one table and says the same: the engine, the settings, the edits."""
+    from limecraft_core import Edit, ExplainConfig
+    from limecraft_core.perturb import FILLS, Fill, fill_of
+
+    want = re.escape(f"must be one of {', '.join(FILLS)} or a colour like #808080; got 'purple'")
+    with pytest.raises(LimecraftError, match=want):
+        fill_of("purple")
+    with pytest.raises(LimecraftError, match=want):
+        ExplainConfig.from_flat(fill="purple")
+    with pytest.raises(LimecraftError, match="fill must be one of inpaint, mean, gray, black or"):
+        Edit("remove", 0, fill="blur")
+    with pytest.raises(ValueError, match="exactly one of"):
+        Fill("both", "static and per-mask", static=lambda *a: a[0], per_mask=lambda *a: a[0])
 
 
 @pytest.mark.parametrize("expand", [0, 2])
@@ -247,7 +272,7 @@ def test_union_inpaint_is_smooth_and_nothing_kept_shows_the_mean():
 @pytest.mark.parametrize("expand", [0, 3])
 def test_union_inpaint_batches_are_the_displayed_images(photo, expand):
     from limecraft_core import Classifier
-    from limecraft_core.perturb import run_masks
+    from limecraft_core.perturb import FILLS, run_masks
 
     labels = segment(photo, "slic", n_segments=20)
     k = int(labels.max()) + 1
@@ -255,14 +280,14 @@ def test_union_inpaint_batches_are_the_displayed_images(photo, expand):
     want = perturbed_images(photo, labels, masks, "inpaint", expand=expand)
     model = Recorder(ChannelMeans())
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
-    img, fill = t(photo / np.float32(255)), t(make_fill(photo, labels, "inpaint"))
+    img, fill = t(photo / np.float32(255)), FILLS["inpaint"]
     lab = torch.from_numpy(labels.astype(np.int64))
     run_masks(Classifier(model, device="cpu"), img, fill, lab, masks, 4, expand=expand)
     seen = torch.cat(model.batches).numpy().transpose(0, 2, 3, 1)
     assert np.array_equal(seen, want)
-    # a scorer that precomputes image - fill (the Ray replica) composes the same pixels
+    # a scorer that composes batch by batch (the Ray replica, the work queue): the same pixels
     m = torch.from_numpy(masks)
-    direct = compose_batch(img, fill, lab, m, diff=img - fill, expand=expand)
+    direct = compose_batch(img, fill, lab, m, expand=expand)
     assert torch.equal(direct, torch.from_numpy(want).permute(0, 3, 1, 2))
 
 
@@ -363,3 +388,28 @@ def test_glime_draws_with_the_surrogates_kernel_width():
     assert np.allclose(prod, prod[0])
     with pytest.raises(LimecraftError, match="kernel_width"):
         sample_masks(5, 10, scheme="glime", kernel_width=-1)
+
+
+def test_a_toy_fill_plugs_in_through_the_table_alone(photo, monkeypatch):
+    """Adding a fill is one entry in FILLS (docs/architecture.md, "Where to add"): the settings
+    accept it, the engine composes it, and a per-mask toy that hides with black explains exactly
+    as the static black fill does, as does a static toy grey as gray."""
+    from limecraft_core import ExplainConfig
+    from limecraft_core.perturb import FILLS, Fill
+
+    def black_per_mask(image, keep, out):
+        return torch.mul(image.expand(keep.shape[0], -1, -1, -1), keep, out=out)
+
+    monkeypatch.setitem(
+        FILLS, "toy-black", Fill("toy-black", "black, per mask", per_mask=black_per_mask)
+    )
+    grey = lambda img, labels, sigma: np.full(img.shape, 0.5, np.float32)  # noqa: E731
+    monkeypatch.setitem(FILLS, "toy-grey", Fill("toy-grey", "grey, static", grey))
+    assert ExplainConfig.from_flat(fill="toy-black").fill.fill == "toy-black"
+    labels = segment(photo, "slic", n_segments=12)
+    kw = dict(segments=labels, samples=60, seed=3, compute_deltas=False, early_stop=None)
+    for toy, builtin in (("toy-black", "black"), ("toy-grey", "gray")):
+        got = explain(photo, ChannelMeans(), fill=toy, **kw)
+        want = explain(photo, ChannelMeans(), fill=builtin, **kw)
+        np.testing.assert_allclose(got.weights, want.weights, rtol=1e-5, atol=1e-7)
+        assert got.config.fill.fill == toy
