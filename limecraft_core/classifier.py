@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from ._validate import LimecraftError, ModelError, as_float_image, check_choice, check_int
 from .fill_table import Fill
 from .io.system import cpu_flags
+from .tensors import resize_chw, to_chw
 
 __all__ = [
     "NORMALIZATIONS",
@@ -190,9 +191,7 @@ class Classifier:
         """Resize and normalise a (B, 3, H, W) [0, 1] batch on the device."""
         x = batch
         if self.input_size is not None and tuple(x.shape[-2:]) != self.input_size:
-            x = F.interpolate(
-                x, size=self.input_size, mode="bilinear", antialias=True, align_corners=False
-            )
+            x = resize_chw(x, self.input_size)
         if self._mean is not None:
             x = (x - self._mean) / self._std
         if self.channels_last:
@@ -242,7 +241,7 @@ class Classifier:
             from skimage import data
 
             image = data.chelsea()
-        x = torch.from_numpy(np.ascontiguousarray(as_float_image(image).transpose(2, 0, 1)))
+        x = to_chw(as_float_image(image))
         return self.decide_precision(x.to(self.device))[0]
 
     def precision_for(self, image: torch.Tensor) -> tuple[str, str]:
@@ -281,7 +280,7 @@ class Classifier:
     def _check_bf16(self, image: torch.Tensor) -> tuple[str, str]:
         """:meth:`decide_precision`'s test on one image (see there)."""
         size = self.input_size or tuple(image.shape[-2:])
-        x = F.interpolate(image[None], size=size, mode="bilinear", antialias=True)[0]
+        x = resize_chw(image, size)
         rng = np.random.default_rng(0)
         keep = torch.from_numpy(rng.random((BF16_CHECK_ROWS, 4, 4)) < 0.5)
         keep[0] = True  # the image itself first, as in an explanation
@@ -421,7 +420,6 @@ def predict_arrays(
     batch = [as_float_image(im) for im in (images[None] if single else images)]
     outs = []
     for i in range(0, len(batch), batch_size):
-        chunk = np.stack(batch[i : i + batch_size]).transpose(0, 3, 1, 2)
-        outs.append(forward(torch.from_numpy(np.ascontiguousarray(chunk)).to(device)).cpu())
+        outs.append(forward(to_chw(np.stack(batch[i : i + batch_size]), device)).cpu())
     out = torch.cat(outs).numpy()
     return out[0] if single else out

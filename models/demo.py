@@ -25,6 +25,8 @@ import torch
 from skimage.draw import disk, polygon
 from torch import nn
 
+from limecraft_core.tensors import to_chw
+
 __all__ = [
     "CLASS_NAMES",
     "IMAGE_SIZE",
@@ -468,7 +470,7 @@ def to_tensor(images: np.ndarray | list[np.ndarray]) -> torch.Tensor:
     arr = np.asarray(images)
     if arr.ndim == 3:
         arr = arr[None]
-    return torch.from_numpy(np.ascontiguousarray(arr.transpose(0, 3, 1, 2))).float() / 255.0
+    return to_chw(arr).float() / 255.0
 
 
 def fold_batch_norms(model: DemoNet) -> DemoNet:

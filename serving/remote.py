@@ -46,13 +46,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
 from limecraft_core._validate import check_choice, check_int
 from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
 from limecraft_core.io.npz import encode_npz, load_npz, npz_members
 from limecraft_core.perturb import Fill
+from limecraft_core.tensors import resize_chw
 from models import registry
 
 from .workqueue import QueuedScorer, QueueStatus, WorkQueue
@@ -605,9 +605,7 @@ class RemoteScorer:
             )
         x = batch.detach().cpu().float()
         if self.input_size is not None and tuple(x.shape[-2:]) != self.input_size:
-            x = F.interpolate(
-                x, size=self.input_size, mode="bilinear", antialias=True, align_corners=False
-            )
+            x = resize_chw(x, self.input_size)
 
         def remote() -> torch.Tensor:
             outs = [

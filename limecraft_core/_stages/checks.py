@@ -10,9 +10,10 @@ import numpy as np
 from .. import trust as _trust
 from ..config import ExplainConfig
 from ..surrogate import Kernel, SurrogateFit, fit_ridge
+from ..tensors import to_chw
 from .fit import sample_weights
 from .plan import N_RANDOM_ORDERS, RANDOM_ORDER_SEED_OFFSET, ROAD_SEED_OFFSET, _other_fills
-from .scene import Scene, _to_device
+from .scene import Scene
 from .score import Runner, Scores, _column, stream_verdict
 
 
@@ -111,7 +112,7 @@ def _road(run: Runner, scene: Scene, weights: np.ndarray, tgt: int, seed: int) -
                     _column(
                         run(
                             hidden,
-                            _to_device(np.clip(im, 0, 1).astype(np.float32), scene.image.device),
+                            to_chw(np.clip(im, 0, 1).astype(np.float32), scene.image.device),
                             None,
                         ),
                         tgt,

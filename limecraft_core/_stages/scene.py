@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..config import FillConfig
 from ..perturb import Fill, default_batch_size, scene_fill
@@ -16,6 +15,7 @@ from ..regions import (
     resize_nearest,
 )
 from ..scorer import Scorer
+from ..tensors import resize_chw, to_chw
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,10 +49,6 @@ class Scene:
         )
 
 
-def _to_device(a: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1))).to(device)
-
-
 def prepare_scene(
     image: np.ndarray, regions: Regions, scorer: Scorer, fill: FillConfig, batch_size: int | None
 ) -> Scene:
@@ -62,11 +58,9 @@ def prepare_scene(
     size = scorer.input_size or (h, w)
     labels = regions.labels
     work_labels = labels if size == (h, w) else resize_nearest(labels, size)
-    image_t = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))).to(dev)
+    image_t = to_chw(image, dev)
     if size != (h, w):
-        image_t = F.interpolate(
-            image_t[None], size=size, mode="bilinear", antialias=True, align_corners=False
-        )[0]
+        image_t = resize_chw(image_t, size)
     work_image = image_t.cpu().numpy().transpose(1, 2, 0)
     return Scene(
         image=image_t,

@@ -14,6 +14,7 @@ from .._validate import (
     as_float_image,
     check_int,
 )
+from ..tensors import to_chw
 from .fills import Fill, FillSpec, scene_fill
 
 
@@ -90,9 +91,8 @@ def perturbed_images(
     engine's batches are).
     """
     img = as_float_image(image)
-    t = lambda a: torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1)))  # noqa: E731
     out = compose_batch(
-        t(img),
+        to_chw(img),
         scene_fill(img, labels, fill),
         torch.from_numpy(labels.astype(np.int64)),
         torch.from_numpy(np.asarray(masks, dtype=bool)),

@@ -10,6 +10,7 @@ import torch
 
 from .._validate import LimecraftError, as_float_image
 from ..fill_table import FILLS, Fill, FillSpec, fill_of
+from ..tensors import to_chw
 
 __all__ = ["FILLS", "Fill", "FillSpec", "check_fill", "fill_of", "make_fill", "scene_fill"]
 
@@ -78,4 +79,4 @@ def scene_fill(
     if f.is_per_mask:
         return f
     a = make_fill(image, labels, f, blur_sigma=blur_sigma)
-    return torch.from_numpy(np.ascontiguousarray(a.transpose(2, 0, 1))).to(device)
+    return to_chw(a, device)

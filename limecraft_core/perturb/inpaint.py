@@ -12,6 +12,7 @@ from .._validate import (
     LimecraftError,
     as_float_image,
 )
+from ..tensors import to_chw
 
 
 def _pull_push(premultiplied: torch.Tensor, known: torch.Tensor) -> torch.Tensor:
@@ -70,7 +71,7 @@ def inpaint(image: np.ndarray, hole: np.ndarray, *, max_size: int | None = 256) 
     if hole.all():
         return np.broadcast_to(img.mean(axis=(0, 1)), img.shape).astype(np.float32).copy()
     h, w = hole.shape
-    x = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))[None]
+    x = to_chw(img)[None]
     known = torch.from_numpy(~hole)[None, None].float()
     v = x * known
     s = 1.0 if max_size is None else min(1.0, max_size / max(h, w))
@@ -153,7 +154,7 @@ def inpaint_regions(img: np.ndarray, labels: np.ndarray, chunk: int = 16) -> np.
     little is lost) and is upsampled back; known pixels keep their exact values.
     """
     k = int(labels.max()) + 1
-    x = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))[None]
+    x = to_chw(img)[None]
     lab = torch.from_numpy(labels.astype(np.int64))
     out = x[0].clone()
     for start in range(0, k, chunk):

@@ -12,8 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 from skimage import color, filters, segmentation
 
 from .._validate import (
@@ -24,6 +22,7 @@ from .._validate import (
     check_int,
 )
 from ..limits import LIMITS, METHODS, PARAM_RANGES
+from ..tensors import resize_chw, to_chw
 from .labels import (
     COUNT_TOLERANCE,
     _count,
@@ -258,9 +257,8 @@ def _at_working_size(
             return img
     size = (max(2, round(h * s)), max(2, round(w * s)))
     # torch's antialiased bilinear: 10x faster than skimage's resize on a 12 MP photo
-    x = torch.from_numpy(np.ascontiguousarray(img, np.float32)).permute(2, 0, 1)[None]
-    small = F.interpolate(x, size=size, mode="bilinear", antialias=True, align_corners=False)
-    return small[0].permute(1, 2, 0).clamp_(0.0, 1.0).numpy()
+    small = resize_chw(to_chw(np.asarray(img, np.float32)), size)
+    return np.ascontiguousarray(small.permute(1, 2, 0).clamp_(0.0, 1.0).numpy())
 
 
 def _check_working_size(working_size: int | str | None, method: str) -> int | None:

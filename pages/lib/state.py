@@ -31,6 +31,7 @@ from limecraft_core import render
 from models import registry
 from models.samples import load_sample, sample_names
 from pages.lib import analysis as A
+from pages.lib import auth
 from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests)
     REGION_COLOURS,
     Analysis,
@@ -70,8 +71,6 @@ def _store(config: StoreConfig) -> Store:
 
 def owner() -> str:
     """The account this session's analyses belong to."""
-    from pages.lib import auth
-
     return auth.owner()
 
 
