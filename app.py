@@ -17,39 +17,8 @@ from limecraft_core import LimecraftError
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
 
 
-def _leave_pages_folder_mode() -> None:
-    """Our ``pages/`` package sits next to app.py, so Streamlit runs the first script run of a
-    fresh server through its old pages-folder navigation before ``st.navigation`` switches it
-    off. Widgets made in that one run get other ids than in every later run, and the browser
-    then drops them: a file picked in the first seconds vanished (seen with a model upload). The
-    first run therefore switches the mode off and starts again, before any widget is made."""
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    # Not under AppTest (its session id is fixed): it clicks on the widgets of its first run.
-    if PagesManager.uses_pages_directory and ctx and ctx.session_id != "test session id":
-        PagesManager.uses_pages_directory = False
-        # That first run also loses the page the address asked for (/audit opened on Explain):
-        # remember it, and go there once the pages are known.
-        path = urlsplit(st.context.url or "").path.strip("/").split("/")[-1]
-        if path:
-            st.session_state["_first_page"] = path
-        st.rerun()
-
-
-def _first_page(pages: list) -> None:
-    """The page a fresh server's first visitor asked for (see _leave_pages_folder_mode)."""
-    wanted = st.session_state.pop("_first_page", None)
-    target = next((p for p in pages if p.url_path == wanted), None)
-    if target is not None:
-        st.switch_page(target)
-
-
-_leave_pages_folder_mode()
-
 try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
-    from pages.lib import audits, auth, display, sidebar, state
+    from pages.lib import audits, auth, sidebar, state
 except LimecraftError as e:
     st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
     st.stop()
@@ -58,10 +27,11 @@ except LimecraftError as e:
 auth.gate()
 
 sidebar.load_pending()  # a just-uploaded image: decoded and segmented here, with progress
-app = state.get()
+state.get()
 audits.keep_in_url()  # the session's audit stays in the page address on every page
-sidebar.sidebar(app)
 
+# Every page script starts with pages.lib.frame.start() (the sidebar and the page's frame), so
+# that every widget is made inside the page's own run: see pages/lib/frame.py.
 pages = [
     st.Page(
         "pages/app_pages/explain.py",
@@ -84,12 +54,14 @@ pages = [
     st.Page("pages/app_pages/audit.py", title="Audit", icon=":material/dataset:", url_path="audit"),
 ]
 page = st.navigation(pages)
-_first_page(pages)
+# A fresh server's first run goes through Streamlit's pages-folder navigation (``pages/`` sits
+# beside this file), which does not know our pages and opens the default one whatever the
+# address asked for (/audit opened on Explain): go where the address says.
+wanted = urlsplit(st.context.url or "").path.strip("/").split("/")[-1]
+target = next((p for p in pages if wanted and p.url_path == wanted), None)
+if target is not None and target.url_path != page.url_path:
+    st.switch_page(target)
 st.set_page_config(page_title=f"{page.title} · LIMEcraft")  # each page's own browser tab title
-if app.message:  # e.g. a reopened analysis's model is gone: said once, on top of the page
-    sidebar.error(app.message)
-    app.message = None
-display.measure_main()  # narrow windows stack the pages' side-by-side columns
 try:
     page.run()
 except Exception as e:  # a bug must not show a traceback; the session keeps its work

@@ -18,7 +18,9 @@ from limecraft_core.io import audit_folder, dataset
 from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
 from pages.lib import analysis as A
-from pages.lib import audits, config_form, display, state
+from pages.lib import audits, config_form, display, frame, state
+
+frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 SOURCES = ("The demo set", "Upload images", "Open a finished audit")
 PREFIX = "au_"  # the audit's own copies of the settings widgets

@@ -12,7 +12,9 @@ from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
 from limecraft_core.regions import mask_from_canvas, region_at, toggle
 from pages.lib import analysis as A
-from pages.lib import config_form, display, state, watermark_view
+from pages.lib import config_form, display, frame, state, watermark_view
+
+frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 CANVAS_WIDTH = 480
 DRAW_MODES = {

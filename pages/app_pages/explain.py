@@ -10,8 +10,10 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.limits import LIMITS
 from pages.lib import analysis as A
-from pages.lib import display, state
+from pages.lib import display, frame, state
 from pages.lib.views import explain_controls, localisation_panel, results
+
+frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 STEPS = (
     "**1. Pick the regions** on *Craft regions*: automatic superpixels, regions you draw, "

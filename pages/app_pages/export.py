@@ -10,7 +10,9 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.io.report import PredictionChange, ReportEdit, html_report, regions_csv
 from pages.lib import analysis as A
-from pages.lib import config_form, display, state, views
+from pages.lib import config_form, display, frame, state, views
+
+frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 
 def _restore(s: state.AppState) -> None:

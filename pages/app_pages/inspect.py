@@ -11,8 +11,10 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
 from pages.lib import analysis as A
-from pages.lib import display, state, transplant_view, watermark_view
+from pages.lib import display, frame, state, transplant_view, watermark_view
 from pages.lib.views import results
+
+frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 KINDS = {
     "colour": "color",

@@ -13,8 +13,10 @@ import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
 from pages.lib import analysis as A
-from pages.lib import charts, config_form, display, state
+from pages.lib import charts, config_form, display, frame, state
 from pages.lib.views import VERDICT_TEXT, localisation_panel
+
+frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 TRUST_FIELDS = (
     "repeats",

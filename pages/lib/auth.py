@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 import secrets
 import sys
 import threading
@@ -181,11 +182,22 @@ def _setting(name: str, environ: Mapping[str, str], secrets_: Mapping, default: 
     return value.strip()
 
 
+def _authlib_installed() -> bool:
+    """Whether Authlib 1.3.2 or later is installed (what st.login needs), from the package's
+    metadata, not from Streamlit's internals."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("authlib")
+    except metadata.PackageNotFoundError:
+        return False
+    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+    return parts >= (1, 3, 2)
+
+
 def _check_oidc_section(secrets_: Mapping, provider: str | None) -> None:
     """The checks st.login makes, done up front so the page can say what is missing."""
-    from streamlit.auth_util import is_authlib_installed
-
-    if not is_authlib_installed():
+    if not _authlib_installed():
         raise AuthConfigError(
             "LIMECRAFT_AUTH=oidc needs Authlib>=1.3.2: pip install -r requirements.txt"
         )

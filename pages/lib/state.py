@@ -41,6 +41,7 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
 )
 from pages.lib.display import VERDICT_TEXT, error, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
+from pages.lib.session_liveness import session_alive
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
 AppState = Analysis  # the pages' name for the session's value
@@ -337,18 +338,6 @@ def work_queue() -> serving.WorkQueue:
         max_jobs=int(os.environ.get("LIMECRAFT_MAX_QUEUED", "64")),
         max_batch=int(batch) if batch else None,
     )
-
-
-def session_alive() -> Callable[[], bool]:
-    """A liveness check for this browser session (False once the tab is closed)."""
-    from streamlit.runtime import Runtime, exists
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    if ctx is None or not exists():
-        return lambda: True
-    runtime, sid = Runtime.instance(), ctx.session_id
-    return lambda: runtime.is_active_session(sid)
 
 
 class _LRU:
