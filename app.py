@@ -8,7 +8,6 @@ from limecraft_core.threads import set_thread_policy
 set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import logging
-from urllib.parse import urlsplit
 
 import streamlit as st
 
@@ -54,13 +53,6 @@ pages = [
     st.Page("pages/app_pages/audit.py", title="Audit", icon=":material/dataset:", url_path="audit"),
 ]
 page = st.navigation(pages)
-# A fresh server's first run goes through Streamlit's pages-folder navigation (``pages/`` sits
-# beside this file), which does not know our pages and opens the default one whatever the
-# address asked for (/audit opened on Explain): go where the address says.
-wanted = urlsplit(st.context.url or "").path.strip("/").split("/")[-1]
-target = next((p for p in pages if wanted and p.url_path == wanted), None)
-if target is not None and target.url_path != page.url_path:
-    st.switch_page(target)
 st.set_page_config(page_title=f"{page.title} · LIMEcraft")  # each page's own browser tab title
 try:
     page.run()

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import io
 import json
 import logging
 import os
@@ -50,7 +49,7 @@ import torch
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
 from limecraft_core._validate import check_choice, check_int
 from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
-from limecraft_core.io.npz import encode_npz, load_npz, npz_members
+from limecraft_core.io.npz import encode_npz, load_npy, load_npz, npz_members
 from limecraft_core.perturb import Fill
 from limecraft_core.tensors import resize_chw
 from models import registry
@@ -481,12 +480,9 @@ class RemoteScorer:
                 raise
             raise _Unavailable("the replica lost the scene it was just sent") from None
         try:
-            out = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError):
-            out = None
-        if not isinstance(out, np.ndarray):  # unreadable, or an archive rather than one array
-            raise _Unavailable("the replica's answer is not an array")
-        return out
+            return load_npy(data)
+        except ValueError:  # unreadable, or an archive rather than one array
+            raise _Unavailable("the replica's answer is not an array") from None
 
     def _score_chunk(
         self, fields: dict[str, np.ndarray], scene: dict[str, np.ndarray], first: bool

@@ -26,7 +26,6 @@ set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
 import asyncio
-import io
 import json
 import os
 import sys
@@ -43,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from limecraft_core import Classifier, LimecraftError, ModelError
+from limecraft_core.io.npz import encode_npy
 from limecraft_core.perturb import FILLS, Fill, compose_batch, default_batch_size
 from models.registry import load_classifier, model_info
 
@@ -194,9 +194,7 @@ class LimecraftModel:
             return Response(str(out), status_code=422)
         if isinstance(out, Exception):
             return Response(f"{type(out).__name__}: {out}", status_code=500)
-        buf = io.BytesIO()
-        np.save(buf, out, allow_pickle=False)
-        return Response(buf.getvalue(), media_type="application/octet-stream")
+        return Response(encode_npy(out), media_type="application/octet-stream")
 
     def info(self) -> dict[str, Any]:
         """What a client needs to act as this model."""

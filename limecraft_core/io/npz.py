@@ -1,4 +1,5 @@
-"""Arrays as ``.npz`` bytes, and back: the one decoder for bytes that someone else wrote.
+"""Arrays as ``.npz`` (or one array as ``.npy``) bytes, and back: the one decoder for bytes that
+someone else wrote.
 
 An ``.npz`` is a zip of ``.npy`` files. Three places read one from outside: the explanation
 JSON's label map (:mod:`limecraft_core.result`), the app's saved analysis (its masks and region
@@ -10,7 +11,8 @@ atoms), and Ray Serve's wire (``serving/remote.py``). Each reads it here:
   no code) comes in.
 
 Both raise ``ValueError`` on bytes that are not an ``.npz`` of plain arrays (the zip's own
-errors included); the caller says what the bytes were meant to be.
+errors included); the caller says what the bytes were meant to be. A Ray Serve replica answers
+with one array, :func:`encode_npy` and :func:`load_npy` (the same rules).
 """
 
 from __future__ import annotations
@@ -94,3 +96,29 @@ def load_npz(data: bytes) -> dict[str, np.ndarray]:
             return {k: z[k] for k in z.files}
         except (zipfile.BadZipFile, OSError, EOFError) as e:
             raise ValueError(str(e)) from e
+
+
+def encode_npy(array: np.ndarray) -> bytes:
+    """One array as ``.npy`` bytes (no pickles)."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def load_npy(data: bytes) -> np.ndarray:
+    """The one plain array of ``.npy`` bytes, read with ``allow_pickle=False``.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not one ``.npy`` array of plain values (an ``.npz`` archive included).
+    """
+    try:
+        out = np.load(io.BytesIO(data), allow_pickle=False)
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ValueError(str(e)) from e
+    if not isinstance(out, np.ndarray):  # an archive rather than one array
+        if isinstance(out, np.lib.npyio.NpzFile):
+            out.close()
+        raise ValueError("not one .npy array")
+    return out

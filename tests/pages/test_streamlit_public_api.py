@@ -105,4 +105,4 @@ def test_every_page_starts_its_frame_before_anything_else():
         and isinstance(n.func.value, ast.Name)
         and n.func.value.id == "st"
     }
-    assert calls <= {"set_page_config", "error", "stop", "Page", "navigation", "switch_page"}, calls
+    assert calls <= {"set_page_config", "error", "stop", "Page", "navigation"}, calls

@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from limecraft_core.io.npz import encode_npz, load_npz, npz_members
+from limecraft_core.io.npz import encode_npy, encode_npz, load_npy, load_npz, npz_members
 
 
 @pytest.mark.parametrize("compress", [True, False])
@@ -20,6 +20,12 @@ def test_arrays_come_back_as_they_went(compress):
     assert back.keys() == arrays.keys()
     for k, v in arrays.items():
         assert back[k].dtype == v.dtype and np.array_equal(back[k], v)
+
+
+def test_one_array_comes_back_as_it_went():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    back = load_npy(encode_npy(a))
+    assert back.dtype == a.dtype and np.array_equal(back, a)
 
 
 def test_the_headers_say_what_is_inside_before_it_is_inflated():
@@ -57,6 +63,10 @@ def zipped(**files: bytes) -> bytes:
         (zipped(**{"run.py": b"print('hi')"}), npz_members),  # not an array
         (zipped(**{"a.npy": b"\x93NUMPY garbage"}), npz_members),  # a broken header
         (encode_npz({"a": np.zeros(3)})[:40], npz_members),  # cut short
+        (b"not an array", load_npy),
+        (npy(np.array([{}], dtype=object)), load_npy),  # a pickle
+        (encode_npz({"a": np.zeros(3)}), load_npy),  # an archive, not one array
+        (encode_npy(np.zeros(3))[:20], load_npy),  # cut short
     ],
 )
 def test_anything_else_is_a_value_error(data, read):
