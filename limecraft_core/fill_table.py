@@ -117,8 +117,8 @@ FILLS: dict[str, Fill] = {
     f.name: f
     for f in (
         Fill("mean", "each region's mean colour (the lime package's default)", _mean, edits=True),
-        Fill("gray", "mid-grey", _constant(np.full(3, 0.5, np.float32)), edits=True),
-        Fill("black", "black", _constant(np.zeros(3, np.float32)), edits=True),
+        Fill("gray", "mid-grey", _constant(parse_colour("gray")), edits=True),
+        Fill("black", "black", _constant(parse_colour("black")), edits=True),
         Fill("blur", "a Gaussian blur of the image (sigma blur_sigma)", _blur),
         Fill(
             "inpaint",

@@ -77,6 +77,13 @@ def conclusion_lead(own: np.ndarray, resampled: np.ndarray, regions: np.ndarray)
     return float(gap / spread) if spread > 0 else (float("inf") if gap > 0 else 0.0)
 
 
+def lead_is_firm(lead: float | None) -> bool:
+    """A conclusion's lead (:func:`conclusion_lead`, in sd) is firm: at least
+    :data:`CONCLUSION_LEAD`, or not judged (None: over repeats, or recorded before the lead
+    was judged)."""
+    return lead is None or lead >= CONCLUSION_LEAD
+
+
 def conclusion_of(
     mean: np.ndarray,
     matter: Sequence[int],

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ..surrogate import cosine_distance, fit_ridge, make_kernel
-from .conclusion import CONCLUSION_LEAD
+from .conclusion import CONCLUSION_LEAD, lead_is_firm
 from .stability import STABLE_JACCARD, Stability, _top, stability
 
 
@@ -215,9 +215,10 @@ class EarlyStopCheck:
         (A check recorded before the verdict had two parts: the old rule, Kendall's W over the
         regions that matter at least ``threshold``.)"""
         if self.conclusion_agreement is not None:
-            firm = self.conclusion_lead is None or self.conclusion_lead >= CONCLUSION_LEAD
             return (
-                self.conclusion_distinguishable and firm and self.conclusion_agreement >= threshold
+                self.conclusion_distinguishable
+                and lead_is_firm(self.conclusion_lead)
+                and self.conclusion_agreement >= threshold
             )
         return (
             self.distinguishable > 0

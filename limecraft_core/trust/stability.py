@@ -13,6 +13,7 @@ from .conclusion import (
     CONCLUSION_LEAD,
     conclusion_of,
     conclusion_verdict,
+    lead_is_firm,
 )
 from .wording import TOP_K, explain_verdict
 
@@ -203,7 +204,7 @@ class Stability:
         """The conclusion's lead over the next region is firm (at least
         :data:`~limecraft_core.trust.conclusion.CONCLUSION_LEAD` sd over the resamples); true
         over repeats and for a verdict recorded before the lead was judged."""
-        return self.conclusion_lead is None or self.conclusion_lead >= CONCLUSION_LEAD
+        return lead_is_firm(self.conclusion_lead)
 
     @property
     def conclusion_distinguishable(self) -> bool:

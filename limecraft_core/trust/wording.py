@@ -9,11 +9,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..limits import THRESHOLDS
+from .conclusion import CONCLUSION_LEAD
 
 STABLE_W = THRESHOLDS["stable_kendall_w"]
 STABLE_JACCARD = THRESHOLDS["stable_jaccard_top5"]
 MIN_SHARE = THRESHOLDS["matter_min_share"]
-LEAD = THRESHOLDS["conclusion_lead"]
+LEAD = CONCLUSION_LEAD
 TOP_K = 5  # the verdict's top-k overlap: k = min(5, regions that matter)
 
 
