@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Annotated, Any, get_type_hints
 
 import numpy as np
+from annotated_types import MaxLen
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, create_model
+from pydantic_core import ErrorDetails
 
 from .._validate import LimecraftError, check_int
 from ..config import AUDIT_DEFAULTS, ExplainConfig
+from ..io.schema import Bad, check
 from ..limits import THRESHOLDS
 from ..result import Explanation
 
@@ -153,54 +157,80 @@ class AuditRow:
         """
         if not isinstance(d, dict):
             raise LimecraftError("an audit row must be an object")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(d) - set(known))
-        if unknown:
-            raise LimecraftError(f"an audit row has an unknown field {unknown[0]!r}")
-        values: dict[str, Any] = {}
-        for name, f in known.items():
-            if name not in d:
-                if name in ("file", "key", "digest"):
-                    raise LimecraftError(f"an audit row has no {name!r}")
-                continue
-            values[name] = _field_value(name, str(f.type), d[name])
-        row = cls(**values)
-        if row.status not in ("ok", "error"):
-            raise LimecraftError(f"an audit row's status must be ok or error, not {row.status!r}")
-        bad = [f for f in row.flags if f not in FLAG_TEXT]
-        if bad:
-            raise LimecraftError(f"an audit row has an unknown flag {bad[0]!r}")
-        return row
+        doc = check(_RowDoc, d, words=_row_words)
+        return cls(**{name: getattr(doc, name) for name in _RowDoc.model_fields if name in d})
 
 
-def _field_value(name: str, kind: str, v: Any) -> Any:
-    def fail(what: str) -> LimecraftError:
-        return LimecraftError(f"audit row field {name!r} must be {what}, got {v!r:.60}")
+def _nan(v: Any) -> Any:
+    return math.nan if v is None else v
 
-    optional = "None" in kind
-    if v is None and (optional or "float" in kind):
-        return None if optional else math.nan
-    if kind.startswith("str"):
-        if not isinstance(v, str) or len(v) > 10_000:
-            raise fail("a string")
+
+def _one_of(words: str, values: tuple[str, ...]) -> Any:
+    def ok(v: str) -> str:
+        if v not in values:
+            raise Bad(words.format(v))
         return v
-    if kind.startswith("bool"):
-        if not isinstance(v, bool):
-            raise fail("true or false")
-        return v
-    if kind.startswith("int"):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise fail("an integer")
-        return v
-    if kind.startswith("float"):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise fail("a number")
-        return float(v)
-    if kind.startswith("tuple"):
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v) or len(v) > 10:
-            raise fail("a list of flag names")
+
+    return ok
+
+
+def _each_of(words: str, values: tuple[str, ...]) -> Any:
+    def ok(v: list[str]) -> tuple[str, ...]:
+        for x in v:
+            if x not in values:
+                raise Bad(words.format(x))
         return tuple(v)
-    raise fail(kind)  # pragma: no cover - every field's type is one of the above
+
+    return ok
+
+
+#: Each kind of an audit row's field: its strict schema type and its name in a message.
+_KINDS: dict[Any, tuple[Any, str]] = {
+    str: (Annotated[str, Strict(), MaxLen(10_000)], "a string"),
+    int: (Annotated[int, Strict()], "an integer"),
+    float: (Annotated[float, BeforeValidator(_nan), Strict()], "a number"),
+    bool: (Annotated[bool, Strict()], "true or false"),
+    float | None: (Annotated[float | None, Strict()], "a number"),
+    bool | None: (Annotated[bool | None, Strict()], "true or false"),
+    tuple[str, ...]: (Annotated[list[str], Strict(), MaxLen(10)], "a list of flag names"),
+}
+_HINTS = get_type_hints(AuditRow)
+_WHAT = {f.name: _KINDS[_HINTS[f.name]][1] for f in fields(AuditRow)}
+#: The fields whose values are a closed set, checked after their kind.
+_CLOSED = {
+    "status": AfterValidator(
+        _one_of("an audit row's status must be ok or error, not {!r}", ("ok", "error"))
+    ),
+    "flags": AfterValidator(_each_of("an audit row has an unknown flag {!r}", tuple(FLAG_TEXT))),
+}
+
+
+def _field_type(name: str) -> Any:
+    kind = _KINDS[_HINTS[name]][0]
+    return Annotated[kind, _CLOSED[name]] if name in _CLOSED else kind
+
+
+_RowDoc = create_model(  # type: ignore[call-overload]
+    "_RowDoc",
+    __config__=ConfigDict(extra="forbid"),
+    **{
+        f.name: (
+            _field_type(f.name),
+            ... if f.default is MISSING else f.default,
+        )
+        for f in fields(AuditRow)
+    },
+)
+
+
+def _row_words(err: ErrorDetails) -> str:
+    name = str(err["loc"][0])
+    if err["type"] == "missing":
+        return f"an audit row has no {name!r}"
+    if err["type"] == "extra_forbidden":
+        return f"an audit row has an unknown field {name!r}"
+    got = repr(err["input"]) if len(err["loc"]) == 1 else f"a list holding {err['input']!r}"
+    return f"audit row field {name!r} must be {_WHAT[name]}, got {got:.60}"
 
 
 def touches_border(region: np.ndarray) -> bool:

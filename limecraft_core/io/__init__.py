@@ -10,7 +10,10 @@
 - :mod:`.system`: what the machine says about itself (the CPU's features);
 - :mod:`.npz`: arrays as ``.npz`` bytes and back, the one decoder for arrays that someone else
   wrote (an explanation's label map, the app's saved masks, Ray Serve's wire): headers first,
-  no pickles.
+  no pickles;
+- :mod:`.schema`: the one validation layer for untrusted JSON (analysis files, explanation
+  files, audit rows, ``audit.json``): one parse and pydantic schemas whose checks keep each
+  file's own messages.
 
 The HTML templates are in ``templates/``. Only :mod:`.images` is imported with the package: the
 reports and the audit folder import the engine's heavier parts, so they load when named.

@@ -40,10 +40,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from PIL import Image
+from pydantic import BeforeValidator
 
 from .. import render
 from .._validate import LimecraftError
@@ -52,6 +53,7 @@ from ..config import ExplainConfig
 from ..result import Explanation
 from .dataset import _read
 from .images import decode_image, decode_mask, encode_png
+from .schema import Bad, Schema, check, fixed, read_json
 
 __all__ = [
     "FORMAT",
@@ -327,10 +329,45 @@ class LoadedAudit:
         return Explanation.from_json(data)
 
 
-def _text(v: Any, what: str, most: int = 10_000) -> str:
-    if not isinstance(v, str) or len(v) > most:
-        raise LimecraftError(f"audit.json: {what} must be a string")
+def _rows(v: Any) -> tuple[AuditRow, ...]:
+    if not isinstance(v, list) or len(v) > 1_000_000:
+        raise Bad("audit.json: rows must be a list")
+    return tuple(AuditRow.from_dict(r) for r in v)
+
+
+def _settings(v: Any) -> ExplainConfig:
+    try:
+        return ExplainConfig.from_dict(v)
+    except LimecraftError as e:
+        raise Bad(f"audit.json: settings: {e}") from None
+
+
+def _created(v: Any) -> str:
+    if not isinstance(v, str) or len(v) > 100:
+        raise Bad("audit.json: created must be a string")
     return v
+
+
+def _object(v: Any) -> dict:
+    return {k: x for k, x in v.items() if isinstance(k, str)} if isinstance(v, dict) else {}
+
+
+class _AuditDoc(Schema):
+    """``audit.json``: what :meth:`AuditFolder.finish` writes (the rows' own schema is
+    :class:`AuditRow`'s). ``model`` and ``source`` are kept as given, for display."""
+
+    format: Annotated[
+        str, fixed(FORMAT, f"audit.json is not a LIMEcraft audit (format {FORMAT} missing)")
+    ] = ""
+    format_version: Annotated[
+        int, fixed(FORMAT_VERSION, "audit.json has an unsupported format_version {got}")
+    ] = 0
+    rows: Annotated[tuple[AuditRow, ...], BeforeValidator(_rows)] = ()
+    settings: Annotated[ExplainConfig, BeforeValidator(_settings)] = None  # type: ignore[assignment]
+    model: Annotated[dict, BeforeValidator(_object)] = None  # type: ignore[assignment]
+    source: Annotated[dict, BeforeValidator(_object)] = None  # type: ignore[assignment]
+    complete: Annotated[bool, BeforeValidator(bool)] = False
+    created: Annotated[str, BeforeValidator(_created)] = ""
 
 
 def load_audit(path: str | Path) -> LoadedAudit:
@@ -350,40 +387,27 @@ def load_audit(path: str | Path) -> LoadedAudit:
                 "audit ... --out DIR), or a zip of it"
             )
         folder = inner[0].parent
-    data = _read(folder / "audit.json", "audit.json")
-    if len(data) > MAX_AUDIT_JSON_BYTES:
-        raise LimecraftError(f"audit.json is over {MAX_AUDIT_JSON_BYTES // 2**20} MB")
-    try:
-        d = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise LimecraftError(f"audit.json is not JSON: {e}") from None
-    if not isinstance(d, dict) or d.get("format") != FORMAT:
+    d = read_json(
+        _read(folder / "audit.json", "audit.json"),
+        max_bytes=MAX_AUDIT_JSON_BYTES,
+        too_big=f"audit.json is over {MAX_AUDIT_JSON_BYTES // 2**20} MB",
+        not_json="audit.json is not JSON",
+    )
+    if not isinstance(d, dict):
         raise LimecraftError(f"audit.json is not a LIMEcraft audit (format {FORMAT} missing)")
-    if d.get("format_version") != FORMAT_VERSION:
-        raise LimecraftError(
-            f"audit.json has an unsupported format_version {d.get('format_version')!r}"
-        )
-    raw_rows = d.get("rows")
-    if not isinstance(raw_rows, list) or len(raw_rows) > 1_000_000:
-        raise LimecraftError("audit.json: rows must be a list")
-    rows = tuple(AuditRow.from_dict(r) for r in raw_rows)
+    doc = check(_AuditDoc, d)
+    rows = doc.rows
     af = AuditFolder(folder, create=False)
     for r in rows:
         af.image_dir(r.key)  # every key is a plain folder name
-    try:
-        config = ExplainConfig.from_dict(d.get("settings"))
-    except LimecraftError as e:
-        raise LimecraftError(f"audit.json: settings: {e}") from None
-    model = d.get("model") if isinstance(d.get("model"), dict) else {}
-    source = d.get("source") if isinstance(d.get("source"), dict) else {}
     grids = [g for r in rows if r.ok for g in [af.grid(r.key)] if g is not None]
     return LoadedAudit(
         folder=af,
         rows=rows,
         findings=findings(rows, grids),
-        config=config,
-        model={k: v for k, v in model.items() if isinstance(k, str)},
-        source=source,
-        complete=bool(d.get("complete", False)),
-        created=_text(d.get("created", ""), "created", 100),
+        config=doc.settings,
+        model=doc.model,
+        source=doc.source,
+        complete=doc.complete,
+        created=doc.created,
     )

@@ -12,17 +12,20 @@ version 1. A file is untrusted: :func:`from_dict` checks every part and raises
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
 import hashlib
+import inspect
 import json
 import os
 import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import numpy as np
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
 
 import limecraft_core as lc
 from limecraft_core._validate import MAX_PIXELS
@@ -31,6 +34,7 @@ from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image, encode_png
 from limecraft_core.io.npz import encode_npz, load_npz, npz_members
+from limecraft_core.io.schema import Bad, Schema, check, fixed, read_json
 from limecraft_core.limits import LIMITS
 from models import registry
 
@@ -548,12 +552,6 @@ def from_audit(
 # ----------------------------------------------------------------------------- the format
 
 
-def _normalize(v: Any) -> str | None:
-    if v is not None and v not in (*NORMALIZATIONS, PIXELS_0_255):
-        raise _fail(f"model normalize must be one of {', '.join(NORMALIZATIONS)}, {PIXELS_0_255}")
-    return v
-
-
 def digest(a: np.ndarray) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(str((a.shape, a.dtype.str)).encode())
@@ -722,291 +720,413 @@ def to_json(a: Analysis) -> str:
 
 
 # ----------------------------------------------------------------------------- reading
+# The file's schema: each field carries its check, worded as the file's messages have always
+# been; ``{loc}`` is where the value sits (``regions[0]``), ``{up}`` where its parent sits.
 
 
-def _fail(msg: str) -> lc.LimecraftError:
-    return lc.LimecraftError(f"analysis file: {msg}")
+def _obj(what: str) -> BeforeValidator:
+    def ok(v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise Bad(f"{what} must be an object")
+        return v
+
+    return BeforeValidator(ok)
 
 
-def _obj(d: Any, what: str) -> dict:
-    if not isinstance(d, dict):
-        raise _fail(f"{what} must be an object")
-    return d
+def _list(what: str, most: int) -> BeforeValidator:
+    def ok(v: Any) -> Any:
+        if not isinstance(v, list):
+            raise Bad(f"{what} must be a list")
+        if len(v) > most:
+            raise Bad(f"{what} has {len(v)} entries; at most {most}")
+        return v
+
+    return BeforeValidator(ok)
 
 
-def _list(d: Any, what: str, most: int) -> list:
-    if not isinstance(d, list):
-        raise _fail(f"{what} must be a list")
-    if len(d) > most:
-        raise _fail(f"{what} has {len(d)} entries; at most {most}")
-    return d
+def _text(what: str, most: int = MAX_NAME) -> BeforeValidator:
+    def ok(v: Any) -> str:
+        if not isinstance(v, str) or len(v) > most:
+            raise Bad(f"{what} must be a string of at most {most} characters")
+        return v
+
+    return BeforeValidator(ok)
 
 
-def _text(v: Any, what: str, most: int = MAX_NAME) -> str:
-    if not isinstance(v, str) or len(v) > most:
-        raise _fail(f"{what} must be a string of at most {most} characters")
-    return v
+def _maybe(check: BeforeValidator) -> BeforeValidator:
+    """``check``, or None for null (a missing optional part)."""
+    f: Any = check.func
+    takes_info = len(inspect.signature(f).parameters) == 2
+
+    def ok(v: Any, info: ValidationInfo) -> Any:
+        if v is None:
+            return None
+        return f(v, info) if takes_info else f(v)
+
+    return BeforeValidator(ok)
 
 
-def _int(v: Any, what: str, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise _fail(f"{what} must be an integer in [{lo}, {hi}], got {v!r}")
-    return v
+def _int(what: str, lo: int, hi: int) -> BeforeValidator:
+    def ok(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise Bad(f"{what} must be an integer in [{lo}, {hi}], got {v!r}")
+        return v
+
+    return BeforeValidator(ok)
 
 
-def _bool(v: Any, what: str) -> bool:
-    if not isinstance(v, bool):
-        raise _fail(f"{what} must be true or false, got {v!r}")
-    return v
+def _bool(what: str) -> BeforeValidator:
+    def ok(v: Any) -> bool:
+        if not isinstance(v, bool):
+            raise Bad(f"{what} must be true or false, got {v!r}")
+        return v
+
+    return BeforeValidator(ok)
 
 
-def _image(v: Any, what: str) -> np.ndarray:
+def _one_of(words: str, values: Any) -> BeforeValidator:
+    def ok(v: Any) -> Any:
+        if not isinstance(v, str) or v not in values:
+            raise Bad(words)
+        return v
+
+    return BeforeValidator(ok)
+
+
+def _png(what: str, *, sets_shape: bool = False) -> BeforeValidator:
+    """A base64 image; the analysis' own image (``sets_shape``) gives the size the masks and
+    explanations after it must have."""
+
+    def ok(v: Any, info: ValidationInfo) -> np.ndarray:
+        if not isinstance(v, str) or len(v) > 4 * MAX_JSON_BYTES:
+            raise Bad(f"{what} is not base64")
+        try:
+            data = base64.b64decode(v, validate=True)
+        except ValueError:
+            raise Bad(f"{what} is not base64") from None
+        image = decode_image(data, f"the analysis file's {what}")
+        if sets_shape:
+            info.context["shape"] = image.shape[:2]
+        elif image.shape[:2] != info.context.get("shape", image.shape[:2]):
+            raise Bad(f"the {what} must have the image's size")
+        return image
+
+    return BeforeValidator(ok)
+
+
+def _array(what: str, kinds: str) -> BeforeValidator:
+    """A 2-D array from base64 npz of the image's size, its header checked before it is
+    inflated (a few KB of zeros can inflate to GBs)."""
+
+    def ok(v: Any, info: ValidationInfo) -> np.ndarray:
+        if not isinstance(v, str) or len(v) > 4 * MAX_JSON_BYTES:
+            raise Bad(f"{what} must be a string of at most {4 * MAX_JSON_BYTES} characters")
+        try:
+            raw = base64.b64decode(v, validate=True)
+            (a,) = npz_members(raw)
+            if (
+                a.name != "a"
+                or len(a.shape) != 2
+                or a.pixels > MAX_PIXELS
+                or a.dtype.kind not in kinds
+            ):
+                raise Bad(f"{what} must be a 2-D map of at most {MAX_PIXELS:,} pixels")
+            arr = load_npz(raw)["a"]
+        except Bad:
+            raise
+        except Exception as e:
+            raise Bad(f"{what} could not be decoded ({_why(e)})") from None
+        shape = info.context.get("shape", arr.shape)
+        if arr.shape != shape:
+            raise Bad(
+                f"{what} is {arr.shape[1]}x{arr.shape[0]}; the image is {shape[1]}x{shape[0]}"
+            )
+        return arr.astype(bool) if kinds == "bui" else arr.astype(np.int32)
+
+    return BeforeValidator(ok)
+
+
+def _why(e: Exception) -> str:
+    """Why an array could not be decoded, in a few words."""
+    if isinstance(e, binascii.Error):
+        return "not base64"
+    return str(e) or type(e).__name__
+
+
+def _explanation(where: str) -> BeforeValidator:
+    def ok(v: Any, info: ValidationInfo) -> lc.Explanation | None:
+        if v is None:
+            return None
+        try:
+            ex = lc.Explanation.from_dict(v)
+        except lc.LimecraftError as e:
+            raise Bad(f"{where}: {e}") from None
+        if ex.segments.shape != info.context.get("shape", ex.segments.shape):
+            raise Bad(f"{where} is for another image size")
+        return ex
+
+    return BeforeValidator(ok)
+
+
+def _settings(v: Any) -> lc.ExplainConfig:
     try:
-        data = base64.b64decode(_text(v, what, 4 * MAX_JSON_BYTES), validate=True)
-    except ValueError:
-        raise _fail(f"{what} is not base64") from None
-    return decode_image(data, f"the analysis file's {what}")
-
-
-def _array(v: Any, what: str, shape: tuple[int, int] | None, kinds: str) -> np.ndarray:
-    """A 2-D array from base64 npz, its header checked before it is inflated."""
-    try:
-        raw = base64.b64decode(_text(v, what, 4 * MAX_JSON_BYTES), validate=True)
-        # the header before the data: a few KB of zeros can inflate to GBs
-        (a,) = npz_members(raw)
-        if a.name != "a" or len(a.shape) != 2 or a.pixels > MAX_PIXELS or a.dtype.kind not in kinds:
-            raise _fail(f"{what} must be a 2-D map of at most {MAX_PIXELS:,} pixels")
-        arr = load_npz(raw)["a"]
-    except lc.LimecraftError:
-        raise
-    except Exception as e:
-        raise _fail(f"{what} could not be decoded ({type(e).__name__})") from None
-    if shape is not None and arr.shape != shape:
-        raise _fail(f"{what} is {arr.shape[1]}x{arr.shape[0]}; the image is {shape[1]}x{shape[0]}")
-    return arr
-
-
-def _explanation(v: Any, what: str, shape: tuple[int, int]) -> lc.Explanation | None:
-    if v is None:
-        return None
-    try:
-        ex = lc.Explanation.from_dict(v)
+        return within_app(lc.ExplainConfig.from_dict(v))
     except lc.LimecraftError as e:
-        raise _fail(f"{what}: {e}") from None
-    if ex.segments.shape != shape:
-        raise _fail(f"{what} is for another image size")
-    return ex
+        raise Bad(f"settings: {e}") from None
 
 
-def _segmentation(d: Any) -> SegSettings:
-    d = _obj(d, "segmentation")
-    method = d.get("method")
-    if method not in lc.METHODS:
-        raise _fail(f"segmentation method must be one of {', '.join(lc.METHODS)}")
-    lim = LIMITS["n_segments"]
-    lo, hi = lim.app or (lim.lo, lim.hi)
-    n = _int(d.get("n_segments"), "segmentation n_segments", int(lo), int(hi))
-    outer = d.get("outer")
-    if outer not in ("segment", "one"):
-        raise _fail("segmentation outer must be 'segment' or 'one'")
-    params = _list(d.get("params", []), "segmentation params", 10)
-    size = d.get("working_size", APP_WORKING_SIZE)
+def _edit(v: Any) -> Edit:
+    if not isinstance(v, dict):
+        raise Bad("{loc} must be an object")
+    known = {f.name for f in dataclasses.fields(Edit)}
+    unknown = sorted(set(v) - known)
+    if unknown:
+        raise Bad(f"{{loc}}: unknown field {unknown[0]!r}")
+    try:
+        return Edit(**v)
+    except (lc.LimecraftError, TypeError) as e:
+        raise Bad(f"{{loc}}: {e}") from None
+
+
+def _version(v: Any) -> int:
+    if v != FORMAT_VERSION or isinstance(v, bool):
+        raise Bad(f"unsupported format_version {v!r}")
+    return v
+
+
+def _normalize(v: Any) -> str | None:
+    if v is not None and v not in (*NORMALIZATIONS, PIXELS_0_255):
+        raise Bad(f"model normalize must be one of {', '.join(NORMALIZATIONS)}, {PIXELS_0_255}")
+    return v
+
+
+_LABELS = _maybe(_list("labels", 100_000))
+Label = Annotated[str, _text("a class label", 1000)]
+RegionName = Annotated[str, _text("a region name")]
+
+
+class _ImageDoc(Schema):
+    png: Annotated[np.ndarray, _png("image", sets_shape=True)] = None  # type: ignore[assignment]
+    source: Annotated[
+        str, _one_of(f"image source must be one of {', '.join(SOURCES)}", SOURCES)
+    ] = None  # type: ignore[assignment]
+    name: Annotated[str, _text("image name", 300)] = None  # type: ignore[assignment]
+    tag_mask: Annotated[np.ndarray | None, _maybe(_array("tag_mask", "bui"))] = None
+    expected_area: Annotated[np.ndarray | None, _maybe(_array("expected_area", "bui"))] = None
+    area_expected: Annotated[bool, _bool("image area_expected")] = True
+    note: Annotated[str, _text("image note", 1000)] = ""
+
+
+class _ModelDoc(Schema):
+    labels: Annotated[list[Label] | None, _LABELS] = None
+    name: Annotated[str, _text("model name", 4096)] = None  # type: ignore[assignment]
+    arch: Annotated[str | None, _maybe(_text("arch", 100))] = None
+    normalize: Annotated[str | None, BeforeValidator(_normalize)] = None
+
+
+class _MergeDoc(Schema):
+    keys: Annotated[list[Annotated[str, _text("a merged key", 10_000)]], _list("keys", 10_000)] = (
+        None  # type: ignore[assignment]
+    )
+    name: Annotated[str, _text("a merge name")] = None  # type: ignore[assignment]
+    key: Annotated[str, _text("a merge key", 100_000)] = None  # type: ignore[assignment]
+
+
+class _EditedDoc(Schema):
+    image: Annotated[np.ndarray, _png("edited image")] = None  # type: ignore[assignment]
+    explanation: Annotated[lc.Explanation | None, _explanation("{up}")] = None
+
+
+class _ResultsDoc(Schema):
+    edited: Annotated[_EditedDoc | None, _maybe(_obj("{loc}"))] = None
+    explanation: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
+    automatic: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
+    trust: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
+
+    def value(self) -> Results:
+        e = self.edited
+        return Results(
+            explanation=self.explanation,
+            explanation_auto=self.automatic,
+            trust_explanation=self.trust,
+            edited_image=None if e is None else e.image,
+            edited_explanation=None if e is None else e.explanation,
+        )
+
+
+class _OtherDoc(Schema):
+    model: Annotated[_ModelDoc, _obj("{loc}")] = None  # type: ignore[assignment]
+    results: Annotated[_ResultsDoc, _obj("{loc}")] = Field(default_factory=dict)
+
+
+def _seg_settings(d: _SegDoc) -> SegSettings:
     try:
         checked = SegmentationConfig(
-            method=method,
-            params=tuple(tuple(p) for p in params),
-            inner_method=d.get("inner_method", "slic"),
-            working_size="auto" if size == APP_WORKING_SIZE else size,
+            method=d.method,
+            params=tuple(tuple(p) for p in d.params),
+            inner_method=d.inner_method,
+            working_size="auto" if d.working_size == APP_WORKING_SIZE else d.working_size,
         )
     except (lc.LimecraftError, TypeError) as e:
-        raise _fail(f"segmentation: {e}") from None
+        raise Bad(f"segmentation: {e}") from None
     return SegSettings(
-        method,
-        n,
-        outer,
+        d.method,
+        d.n_segments,
+        d.outer,
         tuple((str(k), float(v)) for k, v in checked.params),
         checked.inner_method,
-        size,
+        d.working_size,
     )
 
 
-def _hand(d: Any, shape: tuple[int, int], i: int) -> HandRegion:
-    d = _obj(d, f"regions[{i}]")
-    lim = LIMITS["inner_segments"]
-    colour = d.get("colour")
-    if colour not in REGION_COLOURS:
-        raise _fail(f"regions[{i}] colour must be one of {', '.join(REGION_COLOURS)}")
-    uid = _text(d.get("uid"), f"regions[{i}] uid", 32)
-    if not uid.isalnum():
-        raise _fail(f"regions[{i}] uid must be letters and digits")
-    return HandRegion(
-        name=_text(d.get("name"), f"regions[{i}] name"),
-        mask=_array(d.get("mask"), f"regions[{i}] mask", shape, "bui").astype(bool),
-        inner=_int(d.get("inner"), f"regions[{i}] inner", int(lim.lo), int(lim.app[1])),
-        colour=colour,
-        uid=uid,
-        expected=_bool(d.get("expected", False), f"regions[{i}] expected"),
-    )
+_N = LIMITS["n_segments"].app or (LIMITS["n_segments"].lo, LIMITS["n_segments"].hi)
+_INNER = LIMITS["inner_segments"]
 
 
-def _restored(d: Any, shape: tuple[int, int]) -> lc.Regions | None:
-    if d is None:
-        return None
-    d = _obj(d, "restored_regions")
-    atoms = _array(d.get("atoms"), "restored_regions atoms", shape, "iu").astype(np.int32)
+class _SegDoc(Schema):
+    method: Annotated[
+        str, _one_of(f"segmentation method must be one of {', '.join(lc.METHODS)}", lc.METHODS)
+    ] = None  # type: ignore[assignment]
+    n_segments: Annotated[int, _int("segmentation n_segments", int(_N[0]), int(_N[1]))] = None  # type: ignore[assignment]
+    outer: Annotated[
+        str, _one_of("segmentation outer must be 'segment' or 'one'", ("segment", "one"))
+    ] = None  # type: ignore[assignment]
+    params: Annotated[list, _list("segmentation params", 10)] = Field(default_factory=list)
+    inner_method: Any = "slic"
+    working_size: Any = APP_WORKING_SIZE
+
+
+def _hand(d: _HandDoc) -> HandRegion:
+    if not d.uid.isalnum():
+        raise Bad("{loc} uid must be letters and digits")
+    return HandRegion(d.name, d.mask, d.inner, d.colour, d.uid, d.expected)
+
+
+class _HandDoc(Schema):
+    colour: Annotated[
+        str, _one_of(f"{{up}} colour must be one of {', '.join(REGION_COLOURS)}", REGION_COLOURS)
+    ] = None  # type: ignore[assignment]
+    uid: Annotated[str, _text("{up} uid", 32)] = None  # type: ignore[assignment]
+    name: Annotated[str, _text("{up} name")] = None  # type: ignore[assignment]
+    mask: Annotated[np.ndarray, _array("{up} mask", "bui")] = None  # type: ignore[assignment]
+    inner: Annotated[int, _int("{up} inner", int(_INNER.lo), int(_INNER.app[1]))] = None  # type: ignore[assignment,index]
+    expected: Annotated[bool, _bool("{up} expected")] = False
+
+
+def _regions(d: _RestoredDoc) -> lc.Regions:
     try:
         return lc.Regions(
-            atoms,
-            tuple(
-                _text(k, "a region key", 10_000)
-                for k in _list(d.get("atom_keys"), "atom_keys", 100_000)
-            ),
-            tuple(
-                _text(k, "a region name") for k in _list(d.get("atom_names"), "atom_names", 100_000)
-            ),
-            tuple(
-                tuple(_int(x, "a group atom", 0, 10**6) for x in _list(g, "a group", 100_000))
-                for g in _list(d.get("groups"), "groups", 100_000)
-            ),
-            tuple(
-                _text(k, "a region name")
-                for k in _list(d.get("group_names"), "group_names", 100_000)
-            ),
+            d.atoms,
+            tuple(d.atom_keys),
+            tuple(d.atom_names),
+            tuple(tuple(g) for g in d.groups),
+            tuple(d.group_names),
         )
     except lc.LimecraftError:
         raise
     except Exception as e:
-        raise _fail(f"restored_regions do not fit together ({e})") from None
+        raise Bad(f"restored_regions do not fit together ({e})") from None
 
 
-def _edit(d: Any, i: int) -> Edit:
-    d = _obj(d, f"edits[{i}]")
-    known = {f.name for f in dataclasses.fields(Edit)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise _fail(f"edits[{i}]: unknown field {unknown[0]!r}")
-    try:
-        return Edit(**d)
-    except (lc.LimecraftError, TypeError) as e:
-        raise _fail(f"edits[{i}]: {e}") from None
+class _RestoredDoc(Schema):
+    atoms: Annotated[np.ndarray, _array("restored_regions atoms", "iu")] = None  # type: ignore[assignment]
+    atom_keys: Annotated[
+        list[Annotated[str, _text("a region key", 10_000)]], _list("atom_keys", 100_000)
+    ] = None  # type: ignore[assignment]
+    atom_names: Annotated[list[RegionName], _list("atom_names", 100_000)] = None  # type: ignore[assignment]
+    groups: Annotated[
+        list[
+            Annotated[
+                list[Annotated[int, _int("a group atom", 0, 10**6)]], _list("a group", 100_000)
+            ]
+        ],
+        _list("groups", 100_000),
+    ] = None  # type: ignore[assignment]
+    group_names: Annotated[list[RegionName], _list("group_names", 100_000)] = None  # type: ignore[assignment]
+
+
+class _AnalysisDoc(Schema):
+    """A ``limecraft-analysis`` file, version 1."""
+
+    format: Annotated[
+        str, fixed(FORMAT, f"not a LIMEcraft analysis (missing format: {FORMAT})")
+    ] = None  # type: ignore[assignment]
+    format_version: Annotated[int, BeforeValidator(_version)] = None  # type: ignore[assignment]
+    image: Annotated[_ImageDoc, _obj("image")] = None  # type: ignore[assignment]
+    model: Annotated[_ModelDoc, _obj("model")] = None  # type: ignore[assignment]
+    merges: Annotated[list[Annotated[_MergeDoc, _obj("{loc}")]], _list("merges", MAX_MERGES)] = (
+        Field(default_factory=list)
+    )
+    settings: Annotated[lc.ExplainConfig, BeforeValidator(_settings)] = None  # type: ignore[assignment]
+    results: Annotated[_ResultsDoc, _obj("{loc}")] = Field(default_factory=dict)
+    other_models: Annotated[
+        list[Annotated[_OtherDoc, _obj("{loc}")]], _list("other_models", MAX_OTHER_MODELS)
+    ] = Field(default_factory=list)
+    segmentation: Annotated[_SegDoc, _obj("segmentation"), AfterValidator(_seg_settings)] = None  # type: ignore[assignment]
+    regions: Annotated[
+        list[Annotated[_HandDoc, _obj("{loc}"), AfterValidator(_hand)]],
+        _list("regions", MAX_HAND_REGIONS),
+    ] = Field(default_factory=list)
+    restored_regions: Annotated[
+        _RestoredDoc | None,
+        _maybe(_obj("restored_regions")),
+        AfterValidator(lambda d: d and _regions(d)),
+    ] = None
+    selected: Annotated[
+        list[Annotated[str, _text("a selected key", 10_000)]], _list("selected", 10_000)
+    ] = Field(default_factory=list)
+    edits: Annotated[list[Annotated[Edit, BeforeValidator(_edit)]], _list("edits", MAX_EDITS)] = (
+        Field(default_factory=list)
+    )
+
+
+def _model_ref(m: _ModelDoc) -> ModelRef:
+    return ModelRef(m.name, None if m.labels is None else tuple(m.labels), m.arch, m.normalize)
 
 
 def from_dict(d: Any) -> Analysis:
-    """Read :func:`to_dict`'s output, checking every part.
+    """Read :func:`to_dict`'s output, checking every part (its schema: ``_AnalysisDoc``).
 
     Raises
     ------
     LimecraftError
         If ``d`` is not such an analysis or any part is out of range or does not fit.
     """
-    if not isinstance(d, dict) or d.get("format") != FORMAT:
+    if not isinstance(d, dict):
         raise lc.LimecraftError(f"not a LIMEcraft analysis (missing format: {FORMAT})")
-    if d.get("format_version") != FORMAT_VERSION:
-        raise _fail(f"unsupported format_version {d.get('format_version')!r}")
-    img = _obj(d.get("image"), "image")
-    image = _image(img.get("png"), "image")
-    shape = image.shape[:2]
-    tag = img.get("tag_mask")
-    area = img.get("expected_area")
-    source = img.get("source")
-    if source not in SOURCES:
-        raise _fail(f"image source must be one of {', '.join(SOURCES)}")
-    model = _obj(d.get("model"), "model")
-    labels = model.get("labels")
-    if labels is not None:
-        labels = [_text(x, "a class label", 1000) for x in _list(labels, "labels", 100_000)]
-    merges = []
-    for i, m in enumerate(_list(d.get("merges", []), "merges", MAX_MERGES)):
-        m = _obj(m, f"merges[{i}]")
-        keys = tuple(_text(k, "a merged key", 10_000) for k in _list(m.get("keys"), "keys", 10_000))
-        merges.append(
-            Merge(
-                keys,
-                _text(m.get("name"), "a merge name"),
-                _text(m.get("key"), "a merge key", 100_000),
-            )
-        )
-    try:
-        config = within_app(lc.ExplainConfig.from_dict(d.get("settings")))
-    except lc.LimecraftError as e:
-        raise _fail(f"settings: {e}") from None
-    results = _results_from(d.get("results", {}), "results", image)
-    others = {}
-    for i, o in enumerate(_list(d.get("other_models", []), "other_models", MAX_OTHER_MODELS)):
-        o = _obj(o, f"other_models[{i}]")
-        m = _obj(o.get("model"), f"other_models[{i}].model")
-        names = m.get("labels")
-        ref = ModelRef(
-            _text(m.get("name"), "model name", 4096),
-            None
-            if names is None
-            else tuple(_text(x, "a class label", 1000) for x in _list(names, "labels", 100_000)),
-            None if m.get("arch") is None else _text(m.get("arch"), "arch", 100),
-            _normalize(m.get("normalize")),
-        )
-        others[ref] = _results_from(o.get("results", {}), f"other_models[{i}].results", image)
+    doc = check(_AnalysisDoc, d, context={}, prefix="analysis file: ")
+    img, model = doc.image, doc.model
     a = Analysis(
-        image=image,
-        image_name=_text(img.get("name"), "image name", 300),
-        tag_mask=None if tag is None else _array(tag, "tag_mask", shape, "bui").astype(bool),
-        expected_area=None
-        if area is None
-        else _array(area, "expected_area", shape, "bui").astype(bool),
-        area_expected=_bool(img.get("area_expected", True), "image area_expected"),
-        note=_text(img.get("note", ""), "image note", 1000),
-        source=source,
-        model_name=_text(model.get("name"), "model name", 4096),
-        model_labels=labels,
-        model_arch=None if model.get("arch") is None else _text(model.get("arch"), "arch", 100),
-        model_normalize=_normalize(model.get("normalize")),
-        seg=_segmentation(d.get("segmentation")),
-        hand=[
-            _hand(h, shape, i)
-            for i, h in enumerate(_list(d.get("regions", []), "regions", MAX_HAND_REGIONS))
-        ],
-        merges=merges,
-        restored=_restored(d.get("restored_regions"), shape),
-        selected=frozenset(
-            _text(k, "a selected key", 10_000)
-            for k in _list(d.get("selected", []), "selected", 10_000)
-        ),
-        config=config,
-        edits=[_edit(e, i) for i, e in enumerate(_list(d.get("edits", []), "edits", MAX_EDITS))],
-        other_models=others,
+        image=img.png,
+        image_name=img.name,
+        tag_mask=img.tag_mask,
+        expected_area=img.expected_area,
+        area_expected=img.area_expected,
+        note=img.note,
+        source=img.source,
+        model_name=model.name,
+        model_labels=model.labels,
+        model_arch=model.arch,
+        model_normalize=model.normalize,
+        seg=doc.segmentation,  # type: ignore[arg-type]
+        hand=list(doc.regions),  # type: ignore[arg-type]
+        merges=[Merge(tuple(m.keys), m.name, m.key) for m in doc.merges],
+        restored=doc.restored_regions,  # type: ignore[arg-type]
+        selected=frozenset(doc.selected),
+        config=doc.settings,
+        edits=list(doc.edits),
+        other_models={_model_ref(o.model): o.results.value() for o in doc.other_models},
     )
-    _set_results(a, results)
+    _set_results(a, doc.results.value())
     return a
-
-
-def _results_from(res: Any, where: str, image: np.ndarray) -> Results:
-    """One model's results as :func:`_results_dict` writes them."""
-    res = _obj(res, where)
-    shape = image.shape[:2]
-    edited = res.get("edited")
-    edited_image = edited_ex = None
-    if edited is not None:
-        edited = _obj(edited, f"{where}.edited")
-        edited_image = _image(edited.get("image"), "edited image")
-        if edited_image.shape != image.shape:
-            raise _fail("the edited image must have the image's size")
-        edited_ex = _explanation(edited.get("explanation"), f"{where}.edited", shape)
-    return Results(
-        explanation=_explanation(res.get("explanation"), f"{where}.explanation", shape),
-        explanation_auto=_explanation(res.get("automatic"), f"{where}.automatic", shape),
-        trust_explanation=_explanation(res.get("trust"), f"{where}.trust", shape),
-        edited_image=edited_image,
-        edited_explanation=edited_ex,
-    )
 
 
 def from_json(text: str | bytes) -> Analysis:
     """Read an analysis file (see :func:`from_dict`); at most ``MAX_JSON_BYTES``."""
-    if len(text) > MAX_JSON_BYTES:
-        raise lc.LimecraftError(f"the file is over {MAX_JSON_BYTES // 2**20} MB")
-    try:
-        d = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise lc.LimecraftError(f"not a JSON document: {e}") from None
-    except RecursionError:
-        raise lc.LimecraftError("not a usable JSON document: it is nested too deeply") from None
-    return from_dict(d)
+    return from_dict(
+        read_json(
+            text,
+            max_bytes=MAX_JSON_BYTES,
+            too_big=f"the file is over {MAX_JSON_BYTES // 2**20} MB",
+        )
+    )
