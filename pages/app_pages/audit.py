@@ -19,6 +19,7 @@ from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
 from pages.lib import analysis as A
 from pages.lib import audits, config_form, display, frame, state
+from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
@@ -28,7 +29,7 @@ PREFIX = "au_"  # the audit's own copies of the settings widgets
 
 def current() -> tuple[str, Path] | None:
     """This session's audit (in the page address as ``?audit=``) when this account may open it."""
-    aid = st.session_state.get("audit_id") or st.query_params.get("audit")
+    aid = session().audit_id or st.query_params.get("audit")
     folder = audits.folder_of(aid, state.owner()) if aid else None
     if aid and folder is None:
         audits.remember(None)
@@ -39,7 +40,7 @@ def current() -> tuple[str, Path] | None:
 def settings_controls() -> lc.ExplainConfig:
     """The audit's settings: its regions (SLIC, about 40, unless changed), the sampling and the
     fill (inpaint, unless changed); the others are the defaults."""
-    base = st.session_state.get("audit_config") or audit_config()
+    base = session().audit_config or audit_config()
     with st.expander("Settings", expanded=False):
         values = config_form.settings_form(base, audits.AUDIT_SETTINGS, prefix=PREFIX)
         st.caption(
@@ -51,7 +52,7 @@ def settings_controls() -> lc.ExplainConfig:
     except lc.LimecraftError as e:
         display.error(f"These settings do not fit together: {e}")
         return base
-    st.session_state["audit_config"] = cfg
+    session().audit_config = cfg
     return cfg
 
 
@@ -199,10 +200,10 @@ TABLE_ROWS = 200
 
 def _thumbnails(audit: LoadedAudit, rows: list[AuditRow]) -> list[tuple[str | None, str | None]]:
     """The rows' thumbnail and overlay as data URLs, read once per loaded audit."""
-    held = st.session_state.get("_audit_thumbs")
+    ses = session()
+    held = ses.audit_thumbs
     if held is None or held[0] is not audit:
-        held = (audit, {})
-        st.session_state["_audit_thumbs"] = held
+        held = ses.audit_thumbs = (audit, {})
     cache = held[1]
     for r in rows:
         if r.key not in cache:

@@ -13,6 +13,7 @@ from limecraft_core.io import decode_mask
 from limecraft_core.regions import mask_from_canvas, region_at, toggle
 from pages.lib import analysis as A
 from pages.lib import config_form, display, frame, state, watermark_view
+from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
@@ -120,7 +121,7 @@ def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> bool:
         display.error(str(e))
         return False
     s.canvas_version += 1  # a fresh, empty canvas for the next region
-    st.session_state["_clear_region_name"] = True
+    session().clear_region_name = True
     return True
 
 
@@ -133,7 +134,8 @@ def drawing(s: state.AppState) -> None:
     room = display.column_width("canvas_room", CANVAS_WIDTH)
     width = room if w >= h else max(160, min(room, round(CANVAS_WIDTH * w / h)))
     height = max(1, round(width * h / w))
-    if st.session_state.pop("_clear_region_name", False):
+    if session().clear_region_name:
+        session().clear_region_name = False
         st.session_state["new_region_name"] = ""  # allowed: the input is not drawn yet this run
     c1, c2 = st.columns([3, 2])
     mode = c1.selectbox("Drawing tool", list(DRAW_MODES), key="draw_mode")

@@ -11,6 +11,7 @@ import limecraft_core as lc
 from limecraft_core.limits import LIMITS
 from pages.lib import analysis as A
 from pages.lib import display, frame, state
+from pages.lib.session import session, set_value
 from pages.lib.views import explain_controls, localisation_panel, results
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -28,16 +29,16 @@ def first_steps() -> Any:
     (then they do not come back for a new image). Returns their place on the page, emptied at
     the end of the run that explains (they would stay above the first result)."""
     if state.get().explanation is not None:
-        st.session_state["steps_seen"] = True
+        session().steps_seen = True
     place = st.empty()
-    if st.session_state.get("steps_seen"):
+    if session().steps_seen:
         return place
     with place.container(border=True):
         st.markdown("**How it works**  \n" + "  \n".join(STEPS))
         st.button(
             "Got it",
             key="steps_ok",
-            on_click=st.session_state.__setitem__,
+            on_click=set_value,
             args=("steps_seen", True),
         )
     return place
@@ -203,5 +204,5 @@ if ex is not None and np.array_equal(ex.segments, labels):
 elif ex is not None:
     st.info("The regions changed since the last explanation; press Explain again.")
 if s.explanation is not None:  # the first result is shown: the first steps have done their job
-    st.session_state["steps_seen"] = True
+    session().steps_seen = True
     steps.empty()

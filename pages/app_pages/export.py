@@ -11,6 +11,7 @@ import limecraft_core as lc
 from limecraft_core.io.report import PredictionChange, ReportEdit, html_report, regions_csv
 from pages.lib import analysis as A
 from pages.lib import config_form, display, frame, state, views
+from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
@@ -35,9 +36,9 @@ def _restore(s: state.AppState) -> None:
         detail = str(e) or type(e).__name__
         if isinstance(e, RecursionError):
             detail = "the JSON is nested too deeply"
-        st.session_state["restore_note"] = f"That file was not restored: {display.md(detail)}"
+        session().restore_note = f"That file was not restored: {display.md(detail)}"
         return
-    st.session_state["restore_note"] = None
+    session().restore_note = None
 
 
 def report_edits(s: state.AppState) -> list[ReportEdit]:
@@ -162,5 +163,5 @@ st.file_uploader(
     on_change=_restore,
     args=(s,),
 )
-if st.session_state.get("restore_note"):
-    display.error(st.session_state["restore_note"])
+if session().restore_note:
+    display.error(session().restore_note)

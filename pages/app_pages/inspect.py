@@ -12,6 +12,7 @@ import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
 from pages.lib import analysis as A
 from pages.lib import display, frame, state, transplant_view, watermark_view
+from pages.lib.session import session
 from pages.lib.views import results
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -33,13 +34,13 @@ def edited(image: np.ndarray, labels: np.ndarray, edits: tuple[Edit, ...]):
 
 
 def _version() -> int:
-    return st.session_state.setdefault("_edit_v", 0)
+    return session().edit_version
 
 
 def _fresh_controls() -> None:
     """The pending-edit controls start again from "no change": new widget keys, so the
     browser's copies of the old values cannot come back as a second, pending edit."""
-    st.session_state["_edit_v"] = _version() + 1
+    session().edit_version += 1
 
 
 def edit_controls(region: int, h: int, w: int) -> Edit:

@@ -42,6 +42,7 @@ from limecraft_core.io.dataset import (
 from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.progress import duration
+from pages.lib.session import session
 from pages.lib.store import new_id, valid_id
 
 APP_FILE = "app.json"
@@ -185,18 +186,18 @@ def remember(aid: str | None) -> None:
     """Make ``aid`` this session's audit: in the page address on every page (a reload on any
     page brings it back) and in the session (a page switch keeps it)."""
     if aid is None:
-        st.session_state.pop("audit_id", None)
+        session().audit_id = None
         st.query_params.pop("audit", None)
     else:
-        st.session_state["audit_id"] = aid
+        session().audit_id = aid
         st.query_params["audit"] = aid
 
 
 def keep_in_url() -> None:
     """Called on every page: the session's audit stays in the page address."""
-    aid = st.session_state.get("audit_id")
+    aid = session().audit_id
     if aid is None and valid_id(st.query_params.get("audit")):
-        st.session_state["audit_id"] = st.query_params["audit"]
+        session().audit_id = st.query_params["audit"]
     elif aid is not None and st.query_params.get("audit") != aid:
         st.query_params["audit"] = aid
 
@@ -353,11 +354,11 @@ def loaded(folder: Path) -> LoadedAudit:
     """The audit in ``folder`` (cached on its audit.json's time, so browsing reads it once)."""
     f = folder / "audit.json"
     stamp = f.stat().st_mtime_ns if f.exists() else 0
-    held = st.session_state.get("_audit_loaded")
+    held = session().audit_loaded
     if held is not None and held[0] == (str(folder), stamp):
         return held[1]
     result = load_audit(folder)
-    st.session_state["_audit_loaded"] = ((str(folder), stamp), result)
+    session().audit_loaded = ((str(folder), stamp), result)
     return result
 
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from pages.lib.session import session
+
 __all__ = [
     "MODES",
     "AuthConfig",
@@ -56,7 +58,6 @@ _MAX_SCRYPT_N = 2**20
 #: Seconds a wrong password waits, server-wide (checks are serialised): bounds guessing.
 FAIL_DELAY_S = 1.0
 _CHECK_LOCK = threading.Lock()
-_SESSION_KEY = "_limecraft_signed_in"
 _log = logging.getLogger("limecraft.auth")
 
 
@@ -354,7 +355,7 @@ def _log_out() -> None:
 
 
 def _password_gate(cfg: AuthConfig) -> None:
-    if st.session_state.get(_SESSION_KEY) == _session_token(cfg):
+    if session().signed_in == _session_token(cfg):
         st.sidebar.button("Sign out", key="auth_sign_out", on_click=_sign_out)
         return
     _hide_pages()
@@ -368,7 +369,7 @@ def _password_gate(cfg: AuthConfig) -> None:
             if not ok:
                 time.sleep(FAIL_DELAY_S)
         if ok:
-            st.session_state[_SESSION_KEY] = _session_token(cfg)
+            session().signed_in = _session_token(cfg)
             st.rerun()
         _log.warning("a wrong team password was entered")
         st.error(

@@ -14,6 +14,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.config import FieldSpec, fields, spec
+from pages.lib.session import session
 
 __all__ = [
     "WIDGETS",
@@ -33,10 +34,10 @@ DEFAULT_LABEL = "default"
 
 def key_of(name: str, prefix: str = KEY_PREFIX) -> str:
     """The widget key of a setting. It changes when another analysis comes in (the session's
-    ``_view`` counter), so that the widget starts from that analysis' value: a browser keeps a
+    ``view`` counter), so that the widget starts from that analysis' value: a browser keeps a
     widget's old value under the same key. A session's first analysis keeps the plain key.
     Another page's own copy of a setting (the Audit page's) takes another ``prefix``."""
-    view = st.session_state.get("_view", 0)
+    view = session().view
     return f"{prefix}{name}" if not view else f"{prefix}{name}-{view}"
 
 

@@ -17,6 +17,7 @@ from PIL import Image
 
 from limecraft_core import render
 from limecraft_core.trust import name_regions
+from pages.lib.session import session
 
 DISPLAY_WIDTH = 560  # px sent to the browser for the main pictures
 VERDICT_TEXT = {
@@ -179,14 +180,14 @@ def column_width(key: str, limit: int) -> int:
 
 def measure_main() -> None:
     """Measure the main area's width once per run (app.py calls it before the page)."""
-    st.session_state["_main_px"] = column_width("main_room", NARROW_PX)
+    session().main_px = column_width("main_room", NARROW_PX)
 
 
 def columns(spec: list[float], **kwargs):
     """``st.columns(spec)`` when the main area is wide enough, else the same number of
     full-width containers one under the other (a canvas or a picture in a third of 480 px is
     unusable). The width is the browser's (:func:`measure_main`)."""
-    if st.session_state.get("_main_px", 10_000) >= NARROW_PX:
+    if session().main_px >= NARROW_PX:
         return st.columns(spec, **kwargs)
     return [st.container() for _ in spec]
 

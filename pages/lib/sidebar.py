@@ -19,12 +19,13 @@ from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.analysis import Analysis
 from pages.lib.display import error, md
+from pages.lib.session import session
 
 
 def _upload_key() -> str:
     """The image uploader's key: a new one after each upload, so the picker is empty again
     and never shows a file name next to another image (or a refused file after a switch)."""
-    return f"image_upload-{st.session_state.get('_upload_v', 0)}"
+    return f"image_upload-{session().upload_version}"
 
 
 def _load_upload(key: str) -> None:
@@ -35,16 +36,18 @@ def _load_upload(key: str) -> None:
         # the picker was replaced, and that must not load the image a second time.
         return
     up = st.session_state.get(key)
-    st.session_state["image_note"] = None
+    ses = session()
+    ses.image_note = None
     if up is not None:
-        st.session_state["pending_upload"] = (up.name, up.getvalue())
-        st.session_state["_upload_v"] = st.session_state.get("_upload_v", 0) + 1
+        ses.pending_upload = (up.name, up.getvalue())
+        ses.upload_version += 1
 
 
 def load_pending() -> None:
     """Decode and segment a just-uploaded image with a progress message in the main area; the
     old image stays until the new one is ready, and a bad file leaves the work as it was."""
-    pending = st.session_state.pop("pending_upload", None)
+    ses = session()
+    pending, ses.pending_upload = ses.pending_upload, None
     if pending is None:
         return
     name, data = pending
@@ -79,7 +82,7 @@ def load_pending() -> None:
                     expanded=False,
                 )
     if failed is not None:  # in the main area, where the user looks, and under the upload
-        st.session_state["image_note"] = failed[0]
+        session().image_note = failed[0]
         error(" ".join(failed))
 
 
@@ -91,7 +94,7 @@ def _pick_sample(key: str) -> None:
     name = st.session_state.get(key)
     if name is None or name == state.get().image_name:
         return
-    st.session_state["image_note"] = None
+    session().image_note = None
     sample = load_sample(name)
     state.replace_image(sample.image, sample.name, sample.tag_mask, sample.note, "gallery")
     now = state.get()
@@ -114,23 +117,24 @@ def _safe_name(name: str) -> str:
 def _model_upload_key() -> str:
     """The model uploader's key: a new one after a refused file, so that the refused file is
     not left in the picker (as for a refused image)."""
-    v = st.session_state.get("_model_upload_v", 0)
+    v = session().model_upload_version
     return "model_upload" if v == 0 else f"model_upload-{v}"
 
 
 def _refuse_model_file(why: str) -> None:
     """The model file was not used: say why once, next to the button, and empty the picker."""
-    st.session_state["model_note"] = ("error", why)
-    st.session_state["_model_upload_v"] = st.session_state.get("_model_upload_v", 0) + 1
+    ses = session()
+    ses.model_note = ("error", why)
+    ses.model_upload_version += 1
 
 
 def _model_upload(s: Analysis) -> None:
     up = st.session_state.get(_model_upload_key())
     labels = st.session_state.get("labels_upload")
-    st.session_state["model_note"] = None
+    session().model_note = None
     if up is None:
         s.message = None
-        st.session_state["model_note"] = ("error", "Choose a model file first.")
+        session().model_note = ("error", "Choose a model file first.")
         return
     arch = st.session_state.get("model_arch")
     arch = None if arch in (None, ARCH_AUTO) else arch
@@ -138,13 +142,13 @@ def _model_upload(s: Analysis) -> None:
     suffix = os.path.splitext(up.name)[1].lower()
     if norm == A.PIXELS_0_255 and suffix != ".onnx":
         # a setting to change, not a bad file: the file stays in the picker
-        st.session_state["model_note"] = (
+        session().model_note = (
             "error",
             "The 0-255 pixel range is for .onnx files; choose none or imagenet for this model.",
         )
         return
     if suffix == ".pth" and arch is None:  # the file may be good: it needs its architecture
-        st.session_state["model_note"] = (
+        session().model_note = (
             "error",
             "A state_dict (.pt or .pth) holds only weights: choose its architecture below.",
         )
@@ -210,7 +214,7 @@ def _model_upload(s: Analysis) -> None:
         warn = f" The labels file has {len(names)} names but the model gives {n} scores: " + (
             "the extra names are not used." if len(names) > n else "the rest are 'class i'."
         )
-    st.session_state["model_note"] = (
+    session().model_note = (
         "warning" if warn else "success",
         f"Now using **{md(up.name)}** ({n} classes).{md(warn)}",
     )
@@ -222,9 +226,9 @@ HUB_PREFIXES = ("timm:", "hf:")
 def _model_by_name(s: Analysis) -> None:
     """A timm model by name or a Hugging Face classifier (repo id or local folder)."""
     spec = (st.session_state.get("model_by_name") or "").strip()
-    st.session_state["model_note"] = None
+    session().model_note = None
     if not spec.startswith(HUB_PREFIXES):
-        st.session_state["model_note"] = (
+        session().model_note = (
             "error",
             "Give a timm model as `timm:<name>` (e.g. `timm:resnet18`) or a Hugging Face image "
             "classifier as `hf:<repo id or folder>`.",
@@ -240,13 +244,13 @@ def _model_by_name(s: Analysis) -> None:
             size = clf.input_size or (224, 224)
             probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
     except (lc.LimecraftError, lc.ModelError) as e:
-        st.session_state["model_note"] = ("error", f"That model was not used: {md(str(e))}")
+        session().model_note = ("error", f"That model was not used: {md(str(e))}")
         return
     A.set_model(s, spec, None)
     st.session_state["model_pick"] = spec
     s.message = None
     n = int(np.asarray(probs).shape[-1])
-    st.session_state["model_note"] = ("success", f"Now using **{md(spec)}** ({n} classes).")
+    session().model_note = ("success", f"Now using **{md(spec)}** ({n} classes).")
 
 
 def model_facts(s: Analysis) -> str | None:
@@ -330,8 +334,8 @@ def sidebar(s: Analysis) -> None:
             on_change=_load_upload,
             args=(_upload_key(),),
         )
-        if st.session_state.get("image_note"):
-            error(st.session_state["image_note"])
+        if session().image_note:
+            error(session().image_note)
         st.markdown("**Model**")
         infos = registry.list_models()
         options = [m.name for m in infos]
@@ -351,7 +355,8 @@ def sidebar(s: Analysis) -> None:
         if st.session_state["model_pick"] != s.model_name:
             A.set_model(s, st.session_state["model_pick"], None)
         # said once, where the user acted: the next run (another page, another click) drops it
-        note = st.session_state.pop("model_note", None)
+        ses = session()
+        note, ses.model_note = ses.model_note, None
         # The expander's arguments stay the same on every run: a changed argument makes it a
         # new element, and the browser would drop the files already picked inside it.
         with st.expander("Upload your own model"):

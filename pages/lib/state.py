@@ -1,6 +1,6 @@
 """Session glue and caches of the LIMEcraft app (the sidebar is in sidebar.py, pictures in display.py).
 
-The session's work is one :class:`~pages.lib.analysis.Analysis` (``st.session_state["app"]``),
+The session's work is one :class:`~pages.lib.analysis.Analysis` (``session().app``),
 changed through the named actions in :mod:`pages.lib.analysis`. It is saved to the
 :mod:`pages.lib.store` after every script run that changed it, under the id in the page's URL
 (``?a=...``), so a reload brings it back. The work is done by the engine's pure functions.
@@ -14,10 +14,7 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +38,7 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
 )
 from pages.lib.display import VERDICT_TEXT, error, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
+from pages.lib.session import session, set_value
 from pages.lib.session_liveness import session_alive
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
@@ -75,22 +73,8 @@ def owner() -> str:
     return auth.owner()
 
 
-def _tmpdir_cleanup(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
-class _Folder:
-    """A per-session folder for uploaded model files; it goes with the session's state."""
-
-    def __init__(self) -> None:
-        self.path = tempfile.mkdtemp(prefix="limecraft-session-")
-        weakref.finalize(self, _tmpdir_cleanup, self.path)
-
-
 def tmpdir() -> str:
-    if "_tmp" not in st.session_state:
-        st.session_state["_tmp"] = _Folder()
-    return st.session_state["_tmp"].path
+    return session().tmpdir()
 
 
 def _sample_analysis(name: str, like: Analysis | None = None) -> Analysis:
@@ -158,13 +142,14 @@ def _reopened(d: dict, aid: str) -> Analysis:
 
 def get() -> Analysis:
     """This session's analysis: the one in the URL (after a reload), else a fresh demo one."""
-    if "app" not in st.session_state:
-        st.session_state["app"] = _open_from_url()
-        st.session_state["_recent"] = _recent_from_url(st.session_state["app"].id)
-        st.session_state["_saved"] = A.fingerprint(st.session_state["app"])
-        if st.query_params.get("a") != st.session_state["app"].id:
-            st.session_state["_saved"] = None  # a new id: save it at the end of this run
-    a = st.session_state["app"]
+    ses = session()
+    if ses.app is None:
+        ses.app = _open_from_url()
+        ses.recent = _recent_from_url(ses.app.id)
+        ses.saved = A.fingerprint(ses.app)
+        if st.query_params.get("a") != ses.app.id:
+            ses.saved = None  # a new id: save it at the end of this run
+    a = ses.app
     a.tmpdir = tmpdir()
     if st.query_params.get("a") != a.id:
         st.query_params["a"] = a.id
@@ -173,11 +158,12 @@ def get() -> Analysis:
 
 def save(a: Analysis | None = None) -> None:
     """Save the session's analysis when it changed since the last save (call after each run)."""
-    a = a if a is not None else st.session_state.get("app")
+    ses = session()
+    a = a if a is not None else ses.app
     if a is None or not a.id:
         return
     fp = A.fingerprint(a)
-    if st.session_state.get("_saved") == fp:
+    if ses.saved == fp:
         return
     try:
         ok = store().save(a.id, owner(), A.to_json(a))
@@ -185,19 +171,19 @@ def save(a: Analysis | None = None) -> None:
         _log.warning("could not save the analysis: %s", e)
         ok = False
     if ok:
-        st.session_state["_saved"] = fp
+        ses.saved = fp
 
 
 def wkey(name: str) -> str:
     """The key of a widget that shows the analysis: it changes when another analysis comes in,
     so the widget starts from the new analysis' value (a browser keeps a widget's old value
     under the same key, and a widget made without its value would fall back to its minimum)."""
-    return f"{name}-{st.session_state.get('_view', 0)}"
+    return f"{name}-{session().view}"
 
 
 def recent() -> list[Analysis]:
     """Earlier analyses of this session, newest first (kept when the image was replaced)."""
-    return st.session_state.setdefault("_recent", [])
+    return session().recent
 
 
 def _recent_from_url(current: str) -> list[Analysis]:
@@ -229,23 +215,24 @@ def kept(rec: list[Analysis], most: int = RECENT) -> list[Analysis]:
 def _switch(new: Analysis) -> None:
     """Make ``new`` the session's analysis; the current one goes to the recent list if it holds
     work. Widgets that show the analysis are set to its values (they would keep the old ones)."""
-    cur = st.session_state.get("app")
+    ses = session()
+    cur = ses.app
     rec = [r for r in recent() if r.id != new.id and (cur is None or r.id != cur.id)]
     # An uploaded image is kept even without work: it cannot be picked again from the gallery.
     if cur is not None and cur.id != new.id and (A.has_work(cur) or cur.source == "upload"):
         save(cur)
         rec.insert(0, cur)
     rec = kept(rec)
-    st.session_state["_recent"] = rec
+    ses.recent = rec
     # the list's ids ride in the address, so a reload (F5) brings the list back
     if rec:
         st.query_params["r"] = ",".join(r.id for r in rec)
     elif "r" in st.query_params:
         del st.query_params["r"]
     new.canvas_version = (cur.canvas_version + 1) if cur is not None else 0
-    st.session_state["app"] = new
-    st.session_state["_view"] = st.session_state.get("_view", 0) + 1
-    st.session_state["_saved"] = None
+    ses.app = new
+    ses.view += 1
+    ses.saved = None
     st.query_params["a"] = new.id
     _show_analysis(new)
 
@@ -257,6 +244,7 @@ _ANALYSIS_WIDGETS = re.compile(
 
 
 def _show_analysis(a: Analysis) -> None:
+    session().transplant = None  # Inspect's last transplant was of the analysis before
     for key in list(st.session_state.keys()):
         if isinstance(key, str) and _ANALYSIS_WIDGETS.match(key):
             del st.session_state[key]
@@ -453,10 +441,10 @@ def score_memo(key: str) -> lc.MaskCache:
     """This session's model scores for the scene ``key``, kept across runs, so that an Explain
     stopped half-way (Stop here, Cancel, a reload of the page) does not score its masks again.
     One scene is kept: a new one replaces it."""
-    held = st.session_state.get("_score_memo")
+    ses = session()
+    held = ses.score_memo
     if held is None or held[0] != key:
-        held = (key, lc.MaskCache())
-        st.session_state["_score_memo"] = held
+        held = ses.score_memo = (key, lc.MaskCache())
     return held[1]
 
 
@@ -504,7 +492,7 @@ def live_result(
             st.button(
                 f"Stop here and keep this result ({p.samples} samples)",
                 key=f"stop_here_{p.samples}",
-                on_click=st.session_state.__setitem__,
+                on_click=set_value,
                 args=("stop_here", {"key": stop_key, "samples": p.samples}),
                 help="Finishes the explanation with the samples scored so far; nothing is "
                 "scored twice",
@@ -515,7 +503,8 @@ def stop_here_samples(
     image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
 ) -> int | None:
     """The sample count the analyst chose with "Stop here" for this very Explain, or None."""
-    asked = st.session_state.pop("stop_here", None)
+    ses = session()
+    asked, ses.stop_here = ses.stop_here, None
     if asked and asked["key"] == explanation_key(image, reg, model, config):
         return int(asked["samples"])
     return None

@@ -15,6 +15,7 @@ import limecraft_core as lc
 from limecraft_core.io import decode_image
 from models.samples import PAGE, PAGE_WATERMARK, load_sample, sample_names
 from pages.lib import display, state
+from pages.lib.session import session
 
 #: At most this many images at once: each is scored twice, and shown.
 MAX_TARGETS = 8
@@ -124,8 +125,8 @@ def section(
         except lc.LimecraftError as e:
             display.error(f"The region was not pasted: {e}")
             return
-        st.session_state[f"{_KEY}_result"] = (key, name, result, [n for n, _ in targets], pasted)
-    done = st.session_state.get(f"{_KEY}_result")
+        session().transplant = (key, name, result, [n for n, _ in targets], pasted)
+    done = session().transplant
     if done is None or done[0] != key:
         return
     _show(s, *done[1:])

@@ -11,6 +11,7 @@ import limecraft_core as lc
 from limecraft_core.edits import watermark_font_size
 from pages.lib import analysis as A
 from pages.lib import display
+from pages.lib.session import session
 
 #: The name of the watermark's region, everywhere it is shown.
 WATERMARK_REGION = "watermark"
@@ -28,9 +29,9 @@ def _add_region(s: A.Analysis, box: bool) -> None:
         mask = lc.watermark_mask(h, w, text_size=_text_size(s), box=box)
         A.add_region(s, mask, WATERMARK_REGION)
     except lc.LimecraftError as e:
-        st.session_state["edit_watermark_note"] = f"The watermark was not added as a region: {e}"
+        session().watermark_note = f"The watermark was not added as a region: {e}"
         return
-    st.session_state["edit_watermark_note"] = None
+    session().watermark_note = None
 
 
 def region_buttons(s: A.Analysis, where: str) -> None:
@@ -70,8 +71,8 @@ def region_buttons(s: A.Analysis, where: str) -> None:
             disabled=have or blocked,
             help=why or "The text's bounding box",
         )
-        if st.session_state.get("edit_watermark_note"):
-            display.error(st.session_state["edit_watermark_note"])
+        if session().watermark_note:
+            display.error(session().watermark_note)
 
 
 def edit_controls(c1: Any, c2: Any, h: int, w: int, v: int) -> dict:

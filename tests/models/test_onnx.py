@@ -261,7 +261,7 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
 
     g255 = graph_file(tmp_path / "keras255.onnx", net, layout="NHWC", scale_255=True)
     g01 = graph_file(tmp_path / "twin.onnx", net, layout="NHWC")
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     at.sidebar.file_uploader(key="model_upload").set_value(
         ("keras255.onnx", g255.read_bytes(), "application/octet-stream")
     )
@@ -336,7 +336,7 @@ def test_the_app_takes_an_onnx_model_with_its_weights_file(at, tmp_path, net):
     """The README's recipe without external_data=False: m.onnx alone is refused with what to
     do; with its weights file chosen beside it (under any name), the model is used."""
     apart = _apart(tmp_path, net, "m.onnx")
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     before = s.model_name
     at.sidebar.file_uploader(key="model_upload").set_value(
         ("m.onnx", apart.read_bytes(), "application/octet-stream")

@@ -251,7 +251,7 @@ def explain(at, samples: int = 100, repeats: int = 1) -> lc.Explanation:
     at.run()
     button(at, "Explain").click().run()
     assert not at.exception, at.exception
-    return at.session_state["app"].explanation
+    return at.session_state["limecraft_session"].app.explanation
 
 
 @pytest.mark.slow
@@ -269,7 +269,7 @@ def test_the_recorded_segmentation_is_the_one_chosen_on_craft(method):
     assert seg.working_size == A.working_size(method)
     assert ex.run.handcrafted == 0
     # the CLI's own region stage, given the recorded settings, makes the same regions
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     again, _ = lc.prepare_regions(lc._validate.as_float_image(s.image), seg)
     assert np.array_equal(again.labels, ex.segments)
 
@@ -285,7 +285,7 @@ def test_handcrafted_regions_are_recorded_and_survive_export_and_restore():
     seg = ex.config.segmentation
     assert seg.method == "grid" and seg.inner_segments == (1,) and seg.outer_segments == 40
     assert ex.run.handcrafted == 1 and ex.region_names[0] == "tag"
-    text = A.to_json(at.session_state["app"])
+    text = A.to_json(at.session_state["limecraft_session"].app)
 
     other = run_app()
     other.switch_page(EXPORT).run()
@@ -293,7 +293,7 @@ def test_handcrafted_regions_are_recorded_and_survive_export_and_restore():
         ("a.json", text.encode(), "application/json")
     ).run()
     assert not other.exception, other.exception
-    s = other.session_state["app"]
+    s = other.session_state["limecraft_session"].app
     assert [h.name for h in s.hand] == ["tag"] and s.seg.method == "grid"
     assert np.array_equal(s.explanation.class_weights, ex.class_weights)
     other.switch_page(EXPLAIN).run()
@@ -329,21 +329,23 @@ def test_a_reload_brings_the_analysis_back():
     assert len(aid) * 6 >= 128
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
-    at.text_input(key=f"hname-{at.session_state['app'].hand[0].uid}").input("the tag").run()
+    at.text_input(key=f"hname-{at.session_state['limecraft_session'].app.hand[0].uid}").input(
+        "the tag"
+    ).run()
     at.switch_page(INSPECT).run()
     at.radio(key="edit_kind").set_value("remove").run()
     button(at, "Apply edit").click().run()
     ex = explain(at)
 
     again = run_app({"a": aid})  # a new session on the same URL: what a reload is
-    s = again.session_state["app"]
+    s = again.session_state["limecraft_session"].app
     assert s.id == aid and [h.name for h in s.hand] == ["the tag"]
     assert [e.kind for e in s.edits] == ["remove"]
     assert np.array_equal(s.explanation.class_weights, ex.class_weights)
     assert any("surrogate fidelity" in m.value for m in again.markdown)
     # an id that is not saved: a plain message and a fresh analysis
     lost = run_app({"a": "x" * 32})
-    assert lost.session_state["app"].hand == []
+    assert lost.session_state["limecraft_session"].app.hand == []
     assert any("not saved here" in e.value for e in lost.main.error)
 
 
@@ -368,14 +370,20 @@ def test_an_analysis_opens_only_for_the_account_that_made_it(monkeypatch):
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
     at.run()
-    aid = at.session_state["app"].id
+    aid = at.session_state["limecraft_session"].app.id
 
     stranger = run_app({"a": aid}, user=eve, secrets=OIDC)
-    s = stranger.session_state["app"]
+    s = stranger.session_state["limecraft_session"].app
     assert s.hand == [] and s.id != aid  # nothing of Ada's
     assert any("belongs to another account" in e.value for e in stranger.main.error)
     stranger.run()
-    assert run_app({"a": aid}, user=ada, secrets=OIDC).session_state["app"].hand[0].name == "tag"
+    assert (
+        run_app({"a": aid}, user=ada, secrets=OIDC)
+        .session_state["limecraft_session"]
+        .app.hand[0]
+        .name
+        == "tag"
+    )
 
 
 @pytest.mark.slow
@@ -390,13 +398,13 @@ def test_signing_out_forgets_the_analysis(monkeypatch):
     at.button[0].click().run()
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
-    old = at.session_state["app"].id
+    old = at.session_state["limecraft_session"].app.id
     at.sidebar.button(key="auth_sign_out").click().run()
     assert "app" not in at.session_state and "a" not in at.query_params
     assert [b.label for b in at.button] == ["Sign in"]
     at.text_input(key="auth_password").input(password)
     at.button[0].click().run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.hand == [] and s.id != old
 
 
@@ -405,26 +413,26 @@ def test_a_new_image_keeps_the_previous_analysis_in_recent():
     at = run_app()
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
-    first = at.session_state["app"]
+    first = at.session_state["limecraft_session"].app
     photo = load_sample("coffee").image[:120, :160]
     buf = io.BytesIO()
     Image.fromarray(photo).save(buf, format="PNG")
     image_uploader(at).set_value(("coffee.png", buf.getvalue(), "image/png")).run()
     assert not at.exception, at.exception
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.image_name == "coffee.png" and s.hand == [] and s.id != first.id
     back = [b for b in at.sidebar.button if b.label.startswith(first.image_name)]
     assert back and "1 region" in back[0].label
     back[0].click().run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
     # the uploaded image waits in the list too (it cannot be picked from the gallery again)
     assert any(b.label.startswith("coffee.png · no changes") for b in at.sidebar.button)
     # and this one, with work, waits in the list when the gallery changes the image
     widget(at.selectbox, "Sample gallery").set_value(sample_names()[1]).run()
-    assert at.session_state["app"].image_name == sample_names()[1]
+    assert at.session_state["limecraft_session"].app.image_name == sample_names()[1]
     widget(at.selectbox, "Sample gallery").set_value(sample_names()[0]).run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.id == first.id and [h.name for h in s.hand] == ["tag"]
 
 
@@ -443,10 +451,10 @@ def test_recent_analyses_come_back_after_a_reload_and_a_burst_of_uploads_keeps_t
     at = run_app()
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
-    worked = at.session_state["app"].id
+    worked = at.session_state["limecraft_session"].app.id
     for i in range(6):
         _upload(at, f"quick-{i}.png", seed=i)
-    listed = [r.id for r in at.session_state["_recent"]]
+    listed = [r.id for r in at.session_state["limecraft_session"].recent]
     assert len(listed) == 5 and worked in listed  # the oldest untouched upload went instead
     names = [b.label.split(" · ")[0] for b in at.sidebar.button if "·" in b.label]
     assert "quick-0.png" not in names and "quick-4.png" in names
@@ -455,14 +463,14 @@ def test_recent_analyses_come_back_after_a_reload_and_a_burst_of_uploads_keeps_t
     assert query["r"].split(",") == listed
 
     again = run_app(query)  # a new session on the same address: what a reload is
-    assert [r.id for r in again.session_state["_recent"]] == listed
+    assert [r.id for r in again.session_state["limecraft_session"].recent] == listed
     back = next(b for b in again.sidebar.button if b.label.startswith(sample_names()[0]))
     back.click().run()
-    s = again.session_state["app"]
+    s = again.session_state["limecraft_session"].app
     assert s.id == worked and [h.name for h in s.hand] == ["tag"]
     # an id in the address that this account cannot open is left out, without a word
     other = run_app({"a": query["a"], "r": "x" * 32 + "," + worked})
-    assert [r.id for r in other.session_state["_recent"]] == [worked]
+    assert [r.id for r in other.session_state["limecraft_session"].recent] == [worked]
 
 
 def test_the_recent_list_drops_untouched_entries_before_work():
@@ -482,9 +490,9 @@ def test_switching_gallery_images_and_back_keeps_the_results():
     at = run_app()
     ex = explain(at)
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
-    assert at.session_state["app"].explanation is None
+    assert at.session_state["limecraft_session"].app.explanation is None
     widget(at.selectbox, "Sample gallery").set_value(sample_names()[0]).run()
-    assert at.session_state["app"].explanation is ex
+    assert at.session_state["limecraft_session"].app.explanation is ex
     assert any("surrogate fidelity" in m.value for m in at.markdown)
 
 
@@ -493,9 +501,9 @@ def test_start_fresh_starts_a_new_analysis_and_keeps_the_old_one():
     at = run_app()
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
-    old = at.session_state["app"].id
+    old = at.session_state["limecraft_session"].app.id
     at.sidebar.button(key="start_fresh").click().run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.hand == [] and s.id != old and at.query_params["a"] in (s.id, [s.id])
     assert any("1 region" in b.label for b in at.sidebar.button)
 
@@ -510,7 +518,7 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     at.slider(key="e_hue-0").set_value(60).run()
     assert any("now" in m.value for m in at.markdown if m.value.startswith("Top class:"))
     button(at, "Apply edit").click().run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert [e.describe() for e in s.edits] == ["recolour region 0 (hue +60°)"]
     hue = next(sl for sl in at.slider if sl.label == "Hue (degrees)")
     assert hue.value == 0 and hue.key != "e_hue-0"  # the pending controls start from no change
@@ -560,13 +568,13 @@ def test_settings_typed_before_any_explain_come_back_after_a_reload():
     """Issue 29, item 4: Samples 500 and Seed 7 typed, no Explain, then F5: the boxes show 500
     and 7 (they were the last Explain's values before). An Explain afterwards runs with them."""
     at = run_app()
-    aid = at.session_state["app"].id
+    aid = at.session_state["limecraft_session"].app.id
     setting(at, "samples").set_value(500).run()
     setting(at, "seed").set_value(7).run()
-    assert at.session_state["app"].explanation is None
+    assert at.session_state["limecraft_session"].app.explanation is None
     again = run_app({"a": aid})  # a new session on the same URL: what a reload is
     assert setting(again, "samples").value == 500 and setting(again, "seed").value == 7
-    cfg = again.session_state["app"].config
+    cfg = again.session_state["limecraft_session"].app.config
     assert cfg.sampling.samples == 500 and cfg.sampling.seed == 7
 
 
@@ -577,24 +585,24 @@ def test_each_models_results_are_kept_when_the_model_changes_and_after_a_reload(
     at = run_app()
     ex = explain(at)
     assert ex is not None
-    aid = at.session_state["app"].id
+    aid = at.session_state["limecraft_session"].app.id
     at.sidebar.selectbox(key="model_pick").set_value("efficientnet_lite0").run()
     assert not at.exception, at.exception
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.model_name == "efficientnet_lite0" and s.explanation is None
     assert not any("surrogate fidelity" in m.value for m in at.markdown)
     at.sidebar.selectbox(key="model_pick").set_value("demo").run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     assert s.model_name == "demo" and s.explanation is ex and s.other_models == {}
     assert any("surrogate fidelity" in m.value for m in at.markdown)
 
     at.sidebar.selectbox(key="model_pick").set_value("efficientnet_lite0").run()
     again = run_app({"a": aid})  # a reload while the other model is picked
-    s = again.session_state["app"]
+    s = again.session_state["limecraft_session"].app
     assert s.model_name == "efficientnet_lite0" and s.explanation is None
     assert [r.name for r in s.other_models] == ["demo"]
     again.sidebar.selectbox(key="model_pick").set_value("demo").run()
-    back = again.session_state["app"].explanation
+    back = again.session_state["limecraft_session"].app.explanation
     assert back is not None and np.array_equal(back.class_weights, ex.class_weights)
     # a file written before this kept the results of one model only: it still opens
     d = A.to_dict(s)
@@ -615,4 +623,4 @@ def test_the_first_steps_go_with_the_first_result_and_do_not_come_back():
     explain(at)
     assert not steps_shown(at)
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
-    assert at.session_state["app"].explanation is None and not steps_shown(at)
+    assert at.session_state["limecraft_session"].app.explanation is None and not steps_shown(at)

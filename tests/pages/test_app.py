@@ -38,7 +38,7 @@ def _own_store(tmp_path, monkeypatch):
 
 
 def state(at):
-    return at.session_state["app"]
+    return at.session_state["limecraft_session"].app
 
 
 def button(at, label):
@@ -183,12 +183,12 @@ def test_export_and_restore(at):
     other.switch_page(EXPORT).run()
     other.file_uploader[0].set_value(("e.json", ex.to_json().encode(), "application/json")).run()
     assert not other.exception
-    got = other.session_state["app"].explanation
+    got = other.session_state["limecraft_session"].app.explanation
     assert got is not None and np.allclose(got.weights, ex.weights)
     # garbage is refused with a message, and nothing is lost
     other.file_uploader[0].set_value(("e.json", b'{"format": "x"}', "application/json")).run()
     assert any("not restored" in e.value for e in other.error)
-    assert other.session_state["app"].explanation is got
+    assert other.session_state["limecraft_session"].app.explanation is got
 
 
 def test_a_model_that_cannot_run_says_why(at):
@@ -205,7 +205,7 @@ def test_sessions_are_separate(at):
     other.run()
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     assert state(at).image_name == "chelsea"
-    assert other.session_state["app"].image_name == sample_names()[0]
+    assert other.session_state["limecraft_session"].app.image_name == sample_names()[0]
 
 
 def test_trust_page_runs_the_checks(at):

@@ -41,7 +41,7 @@ def explanation_doc() -> dict:
 
 
 def app_state(at):
-    return at.session_state["app"]
+    return at.session_state["limecraft_session"].app
 
 
 def button(at, label):

@@ -32,7 +32,7 @@ def real(monkeypatch, tmp_path):
 
 
 def state(at):
-    return at.session_state["app"]
+    return at.session_state["limecraft_session"].app
 
 
 def button(at, label):

@@ -58,9 +58,9 @@ def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
     assert not at.exception, at.exception
     shown = texts(at)
     assert "images the prediction rests outside the expected region" in shown
-    aid = at.session_state["audit_id"]
+    aid = at.session_state["limecraft_session"].audit_id
     assert at.query_params["audit"] == [aid] or at.query_params["audit"] == aid
-    folder = Path(at.session_state["_audit_loaded"][0][0])
+    folder = Path(at.session_state["limecraft_session"].audit_loaded[0][0])
     audit = load_audit(folder)
     assert audit.complete and len(audit.rows) == 6
     labels = {e["file"]: e for e in json.loads((folder / "dataset" / "labels.json").read_text())}
@@ -69,7 +69,7 @@ def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
     assert flagged, "the demo set at this seed has conflict images the model follows"
     button(at, "Open in Inspect").click().run()
     assert not at.exception, at.exception
-    a = at.session_state["app"]
+    a = at.session_state["limecraft_session"].app
     first = sorted(flagged, key=lambda r: -r.dependence)[0]
     assert a.image_name == first.file and a.source == "audit"
     assert a.restored is not None and a.explanation is not None
@@ -156,7 +156,7 @@ def test_a_finished_audit_opens_from_its_folder_and_cannot_take_another_owner(cl
     assert not at.exception, at.exception
     cli = json.loads((cli_audit / "audit.json").read_text())
     assert cli["findings"]["sentences"][0] in texts(at)
-    folder = Path(at.session_state["_audit_loaded"][0][0])
+    folder = Path(at.session_state["limecraft_session"].audit_loaded[0][0])
     assert (folder / ".owner").read_text() == "local"  # the upload's own .owner was not used
     assert json.loads((folder / "app.json").read_text())["source"] == "opened"
     assert not (folder / "opened").exists()

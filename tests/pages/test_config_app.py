@@ -96,7 +96,7 @@ def test_explain_controls_reach_the_engine(app):
     assert not at.exception, at.exception
     _button(at, "Explain").click().run()
     assert not at.exception, at.exception
-    ex = at.session_state["app"].explanation
+    ex = at.session_state["limecraft_session"].app.explanation
     assert ex is not None
     ran = ex.config.flat()
     assert {n: ran[n] for n in EXPLAIN_VALUES} == EXPLAIN_VALUES
@@ -110,7 +110,7 @@ def test_one_class_reaches_the_engine(app):
     _widget(at, "set_class_mode").set_value("one class").run()
     _widget(at, "set_target").set_value(3).run()
     _button(at, "Explain").click().run()
-    ex = at.session_state["app"].explanation
+    ex = at.session_state["limecraft_session"].app.explanation
     assert ex.config.targets.target == 3 and ex.classes == (3,)
 
 
@@ -123,7 +123,7 @@ def test_trust_controls_reach_the_engine(app):
     _widget(at, "tr_conv").set_value(True)
     _button(at, "Check the explanation").click().run()
     assert not at.exception, at.exception
-    ex = at.session_state["app"].trust_explanation
+    ex = at.session_state["limecraft_session"].app.trust_explanation
     ran = ex.config.flat()
     assert {n: ran[n] for n in TRUST_VALUES} == TRUST_VALUES
     assert ran["convergence"] == (100,)  # every offered size up to N, with repeats >= 2
@@ -134,7 +134,7 @@ def test_craft_controls_reach_the_engine(app):
     at = app
     at.switch_page(CRAFT).run()
     _button(at, "Add the tag as a region").click().run()
-    s = at.session_state["app"]
+    s = at.session_state["limecraft_session"].app
     uid = s.hand[0].uid
     at.number_input(key=f"hinner-{uid}").set_value(2)
     at.run()
@@ -154,7 +154,7 @@ def test_craft_controls_reach_the_engine(app):
     _widget(at, "set_repeats").set_value(1)
     at.run()
     _button(at, "Explain").click().run()
-    ex = at.session_state["app"].explanation
+    ex = at.session_state["limecraft_session"].app.explanation
     seg = ex.config.segmentation
     assert (seg.method, seg.n_segments, seg.inner_method, seg.working_size) == (
         "slic",

@@ -33,7 +33,7 @@ def test_an_unsettled_conclusion_offers_more_samples_and_scores_only_the_new_one
     buf = io.BytesIO()
     Image.fromarray(noise).save(buf, format="PNG")
     image_uploader(at).set_value(("noise.png", buf.getvalue(), "image/png")).run()
-    assert at.session_state["app"].model_name == "demo"
+    assert at.session_state["limecraft_session"].app.model_name == "demo"
     at.switch_page("pages/app_pages/craft.py").run()
     next(w for w in at.selectbox if w.label == "Superpixels").set_value("grid")
     next(w for w in at.slider if w.label == "Target number of regions").set_value(100)
@@ -43,13 +43,13 @@ def test_an_unsettled_conclusion_offers_more_samples_and_scores_only_the_new_one
     at.run()
     _button(at, "Explain").click().run()
     assert not at.exception
-    ex = at.session_state["app"].explanation
+    ex = at.session_state["limecraft_session"].app.explanation
     assert ex.config.sampling.samples == 60 and ex.verdict != "stable", ex.trust.stability.reason
     shown = [i.value for i in at.info]
     assert any("The conclusion was not settled by 60 samples" in v for v in shown), shown
     _button(at, "Continue to 120 samples").click().run()
     assert not at.exception
-    more = at.session_state["app"].explanation
+    more = at.session_state["limecraft_session"].app.explanation
     assert more.config.sampling.samples == 120 and more.run.samples_used == 120
     # the 60 masks scored before come from the memo: only the new ones reach the model
     assert ex.run.model_passes > 60  # the first run scored its sample and the deltas

@@ -179,7 +179,7 @@ def test_app_session_temporary_folder_is_removed_when_the_session_ends():
     a.run()
     tmp = Path(app_state(a).tmpdir)
     (tmp / "model.pt2").write_bytes(b"x")
-    del a.session_state["app"]
+    del a.session_state["limecraft_session"].app
     del a
     gc.collect()
     assert not tmp.exists()

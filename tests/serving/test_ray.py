@@ -563,7 +563,7 @@ def test_the_app_explains_through_the_cluster(cluster):
         "at.number_input(key='set_repeats').set_value(1); at.run()\n"
         "next(b for b in at.button if b.label == 'Explain').click().run()\n"
         "from pages.lib.state import work_queue\n"
-        "ex = at.session_state['app'].explanation\n"
+        "ex = at.session_state['limecraft_session'].app.explanation\n"
         "print(json.dumps({'exc': len(at.exception), 'errors': [e.value for e in at.error],\n"
         "  'explained': ex is not None, 'queue_calls': work_queue().forward_calls,\n"
         "  'captions': [c.value for c in at.sidebar.caption]}))"

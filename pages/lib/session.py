@@ -1,0 +1,115 @@
+"""What the app keeps for one browser session between script runs: one typed object.
+
+Streamlit keeps a session's values in ``st.session_state``. The app's own values live there
+under one key, as one :class:`Session`, so every page reads and changes them as typed
+attributes (``session().app``, ``session().model_note``) and this class is the one list of
+what a session holds. The other keys in ``st.session_state`` are widget keys: Streamlit
+stores each widget's value under the key the widget was made with, and a page reads it there
+(or sets it, before the widget is drawn, to change what the widget shows).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    from limecraft_core import ExplainConfig, MaskCache
+    from limecraft_core.io.audit_folder import LoadedAudit
+    from pages.lib.analysis import Analysis
+
+#: The one key of the app's values in ``st.session_state``.
+KEY = "limecraft_session"
+
+
+def _remove(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class Folder:
+    """A per-session folder for uploaded model files; it goes with the session."""
+
+    def __init__(self) -> None:
+        self.path = tempfile.mkdtemp(prefix="limecraft-session-")
+        weakref.finalize(self, _remove, self.path)
+
+
+@dataclass
+class Session:
+    """One browser session's values (besides its widgets').
+
+    Attributes
+    ----------
+    app : the analysis being worked on (None until the first run makes or reopens one)
+    recent : earlier analyses of this session, newest first
+    saved : the fingerprint of ``app`` when it was last saved (None: save it at the run's end)
+    view : counts the analyses that came in; widgets that show one carry it in their key
+    folder : the session's folder for uploaded model files, made when first needed
+    score_memo : the model outputs of the last scene scored, by the scene's key
+    main_px : the main area's width in pixels, as last measured
+    upload_version, model_upload_version : bumped to give an uploader a new, empty key
+    edit_version : bumped to give Inspect's edit widgets new keys (after an edit is applied)
+    pending_upload : an uploaded image's name and bytes, decoded by the page's next run
+    clear_region_name : empty Craft's region-name input before it is drawn next
+    steps_seen : the first steps on Explain were dismissed (or the first result came)
+    stop_here : the explanation "Stop here" was pressed in (its key) and its sample count, read
+        once by that explanation
+    image_note, restore_note, watermark_note : why the last upload, restored file or watermark
+        was refused, shown once where it was tried
+    model_note : the last model change's outcome, ``(kind, text)``, shown once
+    audit_id : the audit this session has open
+    audit_config : the audit page's settings
+    audit_loaded : the last audit read, keyed by its folder and audit.json's time
+    audit_thumbs : the open audit's thumbnails as data URLs, by row key
+    transplant : Inspect's last transplant result
+    signed_in : the token of this session's password sign-in
+    """
+
+    app: Analysis | None = None
+    recent: list[Analysis] = field(default_factory=list)
+    saved: str | None = None
+    view: int = 0
+    folder: Folder | None = None
+    score_memo: tuple[str, MaskCache] | None = None
+    main_px: int = 10_000
+    upload_version: int = 0
+    model_upload_version: int = 0
+    edit_version: int = 0
+    pending_upload: tuple[str, bytes] | None = None
+    clear_region_name: bool = False
+    steps_seen: bool = False
+    stop_here: dict[str, Any] | None = None
+    image_note: str | None = None
+    restore_note: str | None = None
+    watermark_note: str | None = None
+    model_note: tuple[Literal["error", "success", "warning", "info"], str] | None = None
+    audit_id: str | None = None
+    audit_config: ExplainConfig | None = None
+    audit_loaded: tuple[tuple[str, int], LoadedAudit] | None = None
+    audit_thumbs: tuple[LoadedAudit, dict[str, Any]] | None = None
+    transplant: tuple | None = None
+    signed_in: str | None = None
+
+    def tmpdir(self) -> str:
+        """The session's folder for uploaded model files."""
+        if self.folder is None:
+            self.folder = Folder()
+        return self.folder.path
+
+
+def session() -> Session:
+    """This browser session's :class:`Session` (made on its first run)."""
+    s = st.session_state.get(KEY)
+    if s is None:
+        s = st.session_state[KEY] = Session()
+    return s
+
+
+def set_value(name: str, value: Any) -> None:
+    """Set one attribute of the session: a widget's ``on_click`` that records a choice."""
+    setattr(session(), name, value)
