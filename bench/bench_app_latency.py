@@ -27,6 +27,8 @@ import time
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from pages.lib.session import KEY as SESSION_KEY
+
 BUDGET_S = 0.5
 
 
@@ -55,7 +57,7 @@ def main() -> None:
     at.run()
     at.selectbox(key="sample_pick").set_value("astronaut")
     at.run()
-    s = at.session_state["app"]
+    s = at.session_state[SESSION_KEY].app
     assert s.image.shape[:2] == (512, 512), s.image.shape
     at.switch_page("pages/app_pages/craft.py")
     at.run()

@@ -44,6 +44,8 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
+from pages.lib.session import KEY as SESSION_KEY
+
 APP = str(ROOT / "app.py")
 
 
@@ -156,7 +158,7 @@ def press_explain(at: AppTest) -> float:
         raise RuntimeError(at.exception[0].value)
     if at.error:
         raise RuntimeError(at.error[0].value)
-    if at.session_state["app"].explanation is None:
+    if at.session_state[SESSION_KEY].app.explanation is None:
         raise RuntimeError("no explanation")
     return dt
 

@@ -62,6 +62,7 @@ import torch
 
 import limecraft_core as lc
 from models.samples import load_sample, sample_names
+from pages.lib.session import KEY as SESSION_KEY
 
 FAIL_EVERY = 10  # one batch call in ten fails
 
@@ -390,7 +391,7 @@ def _app_rounds(
             sessions.append(at)
         for r in range(rounds):
             for k, at in enumerate(sessions):
-                s = at.session_state["app"]
+                s = at.session_state[SESSION_KEY].app
                 before = (s.image_name, digest(s.image), s.explanation)
                 at.number_input(key="set_seed").set_value(
                     10_000 + 10_000 * phase_seed + 100 * r + k
@@ -412,7 +413,10 @@ def _app_rounds(
                     out["ok"] += 1
                 if (s.image_name, digest(s.image)) != before[:2]:
                     problems.append("the image was lost")
-        out["sessions_alive"] = sum("app" in at.session_state for at in sessions)
+        out["sessions_alive"] = sum(
+            SESSION_KEY in at.session_state and at.session_state[SESSION_KEY].app is not None
+            for at in sessions
+        )
     finally:
         app_state.classifier = saved
     return {"outcomes": dict(out), "problems": problems, "sessions": n_sessions}

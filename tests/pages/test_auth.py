@@ -15,6 +15,7 @@ import tomllib
 from streamlit.testing.v1 import AppTest
 
 from pages.lib import auth
+from pages.lib.session import KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -223,8 +224,13 @@ def leaves(at) -> list[str]:
     return out
 
 
+def has_analysis(at: AppTest) -> bool:
+    """Whether the session made its analysis (only the app past the sign-in gate does)."""
+    return KEY in at.session_state and at.session_state[KEY].app is not None
+
+
 def app_is_shown(at) -> bool:
-    return "app" in at.session_state and any(b.label == "Explain" for b in at.button)
+    return has_analysis(at) and any(b.label == "Explain" for b in at.button)
 
 
 def run_app(secrets=None, user=None) -> AppTest:
@@ -255,7 +261,7 @@ def test_password_mode_shows_only_the_sign_in(monkeypatch, password_hash):
     assert sorted(leaves(at)) == ["Button", "TextInput", "Title"]
     assert at.text_input(key="auth_password").label == "Team password"
     assert [b.label for b in at.button] == ["Sign in"]
-    assert "app" not in at.session_state  # nothing after the gate ran
+    assert not has_analysis(at)  # nothing after the gate ran
 
     # a wrong password: refused, clearly, after the server-wide delay
     at.text_input(key="auth_password").input("hunter2")
@@ -265,7 +271,7 @@ def test_password_mode_shows_only_the_sign_in(monkeypatch, password_hash):
     assert [e.value for e in at.error] == [
         "Wrong password. Try again, or ask whoever runs this LIMEcraft for the team password."
     ]
-    assert not app_is_shown(at) and "app" not in at.session_state
+    assert not app_is_shown(at) and not has_analysis(at)
 
     # the right one: the app, with a way to sign out
     at.text_input(key="auth_password").input(PASSWORD)
@@ -299,7 +305,7 @@ def test_oidc_mode_without_a_login_shows_only_the_login_button(monkeypatch):
     assert not at.exception, at.exception
     assert [b.label for b in at.button] == ["Log in"]
     assert sorted(leaves(at)) == ["Button", "Markdown", "Title"]
-    assert "app" not in at.session_state
+    assert not has_analysis(at)
 
 
 @pytest.mark.slow
@@ -319,7 +325,7 @@ def test_oidc_mode_lets_allowed_accounts_in_and_refuses_others(monkeypatch):
     ):
         at = run_app(OIDC_SECRETS, stranger)
         assert not at.exception, at.exception
-        assert not app_is_shown(at) and "app" not in at.session_state
+        assert not app_is_shown(at) and not has_analysis(at)
         assert "may not use this LIMEcraft" in at.error[0].value
         assert [b.label for b in at.button] == ["Log out"]
 
@@ -346,4 +352,4 @@ def test_misconfiguration_is_a_clear_error_page_and_a_closed_app(monkeypatch, en
     assert sorted(leaves(at)) == ["Error", "Title"]
     assert "misconfigured" in at.error[0].value and says in at.error[0].value
     assert "hunter2" not in at.error[0].value
-    assert "app" not in at.session_state
+    assert not has_analysis(at)
