@@ -35,8 +35,17 @@ from ._report_checks import (
     _summary,
 )
 from ._report_figures import MIN_SIDE_PX, _figures, _given_figures, _Picture, _picture
+from ._report_inspection import ReportPasted, ReportTransplant, _comparison, _transplant
 
-__all__ = ["MIN_SIDE_PX", "PredictionChange", "ReportEdit", "html_report", "regions_csv"]
+__all__ = [
+    "MIN_SIDE_PX",
+    "PredictionChange",
+    "ReportEdit",
+    "ReportPasted",
+    "ReportTransplant",
+    "html_report",
+    "regions_csv",
+]
 
 
 @dataclass(frozen=True)
@@ -155,38 +164,38 @@ def html_report(
     notes: Sequence[str] = (),
     generated: datetime | None = None,
     trust: Explanation | None = None,
+    comparison: Explanation | None = None,
+    transplant: ReportTransplant | None = None,
 ) -> str:
-    """A self-contained HTML report of an explanation, readable on screen and printable on A4.
+    """The HTML text of a self-contained report of an explanation (it fetches nothing when
+    opened), readable on screen and printable on A4.
 
-    In order: the conclusion in one sentence (class, the region that drives it, what hiding it
-    does, the verdicts), large pictures with legends, the trust checks, the inspection's edits
-    (before and after, with the prediction changes), the top regions (the full table folded),
-    the settings that differ from the defaults (the full list folded), timings and versions.
+    In order: the conclusion in one sentence, large pictures with legends, the trust checks,
+    LIME versus LIMEcraft, the region pasted into other images, the edits (before and after,
+    with the prediction changes), the top regions and the changed settings (each in full,
+    folded), timings and versions.
 
     Parameters
     ----------
     image : (H, W, 3) uint8 ndarray, the explained image (its size matches the explanation's)
     explanation : Explanation
-    pictures : mapping of caption -> (h, w, 3) uint8 ndarray, optional
-        Pictures to show instead of the report's own (which are drawn from the explanation,
-        with legends). Each is scaled to at least 512 px on its long side.
+    pictures : mapping of caption -> (h, w, 3) uint8 ndarray, optional; shown instead of the
+        report's own (drawn from the explanation, with legends), at 512 px or more
     edits : sequence of ReportEdit, the inspection's steps in order (empty: no section)
     source : where the image came from (a file name)
     notes : sentences shown under the conclusion
     generated : timestamp to print (default: now, UTC)
-    trust : Explanation, optional; the Trust page's run over the same regions (repeats,
-        faithfulness, the field's metrics, kernel widths, fills): its checks are reported
+    trust : Explanation, optional; the Trust page's run over the same regions: its checks
         beside the explanation's own, and its field metrics when the explanation has none
-
-    Returns
-    -------
-    str, the HTML document; it makes no request when opened.
+    comparison : Explanation, optional; the same settings over automatic superpixels only,
+        shown beside the explanation when it is for the same class
+    transplant : ReportTransplant, optional; a region pasted into other images
 
     Raises
     ------
     LimecraftError
-        If the image does not match the explanation, an edit is not a ReportEdit, or ``trust``
-        was run over other regions.
+        If the image does not match the explanation, an edit is not a ReportEdit, ``trust``
+        was run over other regions, or ``comparison`` on another image size.
     """
     ex = explanation
     image = _explained_image(image, ex)
@@ -210,6 +219,8 @@ def html_report(
             trust_run=trust_run,
             metrics=metrics,
             edits=_edits(edits),
+            comparison=_comparison(image, ex, comparison),
+            transplant=_transplant(transplant),
             top_regions=regions[:TOP_REGIONS],
             regions=regions,
             changed=[s for s in settings if s.changed],

@@ -8,7 +8,13 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
-from limecraft_core.io.report import PredictionChange, ReportEdit, html_report, regions_csv
+from limecraft_core.io.report import (
+    PredictionChange,
+    ReportEdit,
+    ReportTransplant,
+    html_report,
+    regions_csv,
+)
 from pages.lib import analysis as A
 from pages.lib import config_form, display, frame, state, views
 from pages.lib.session import session
@@ -131,6 +137,17 @@ else:
         trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments)
     ):
         trust = None
+    # LIME versus LIMEcraft, when it ran on this image; Inspect's last transplant, this session's
+    auto = s.explanation_auto
+    if auto is not None and auto.segments.shape != ex.segments.shape:
+        auto = None
+    done = session().transplant
+    transplant = None
+    if done is not None:
+        _, region, result, names, pasted = done
+        transplant = ReportTransplant.of(
+            result, names, pasted, region=region, label=lambda i: state.class_label(s, i)
+        )
     # The report draws its own large pictures, with legends, from the explanation. It is a few
     # MB: built when the button is pressed (html_report is pure), not on every rerun.
     page = functools.partial(
@@ -141,6 +158,8 @@ else:
         source=s.image_name,
         notes=tuple(notes),
         trust=trust,
+        comparison=auto,
+        transplant=transplant,
     )
     c3.download_button(
         "Report (HTML)",
@@ -149,8 +168,8 @@ else:
         "text/html",
         key="dl-report",
         help="One self-contained page to read or print: the conclusion, pictures, trust "
-        "checks (the Trust page's too, when they ran on these regions), edits, regions and "
-        "settings",
+        "checks (the Trust page's too, when they ran on these regions), LIME versus LIMEcraft, "
+        "the region pasted into other images, edits, regions and settings",
     )
 
 st.divider()

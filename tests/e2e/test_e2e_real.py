@@ -10,6 +10,7 @@ demo images with the demo model (tests/conftest.py).
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -18,6 +19,7 @@ from conftest import start_app, stop_app
 from e2e_helpers import (
     choose,
     click,
+    download,
     explain,
     goto,
     open_app,
@@ -179,6 +181,18 @@ def test_a_new_user_meets_the_real_model_and_catches_its_shortcut(page, real_url
     clean = engine_top5("page")[0]
     assert f"the edited image is now {clean}" in text, (text, clean)
     shot(page, "real-watermark-removed")
+
+    # 6. the report holds the transplant: the sentence and each photo's carton score, as shown
+    goto(page, "Export")
+    report = html.unescape(download(page, "Report (HTML)").decode())
+    part = re.search(r'<section id="transplant">(.*?)</section>', report, re.S)
+    assert part, "no transplant in the report"
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", part[1]))
+    assert "Pasted into 4 images, the region raised carton" in words
+    for name, before, after in zip(names, result.before, result.after, strict=True):
+        m = re.search(rf"{re.escape(name)} ([\d.]+) ([\d.]+) ", words)
+        assert m, (name, words)
+        assert (float(m[1]), float(m[2])) == pytest.approx((before, after), abs=6e-4), name
 
 
 def test_the_built_in_models_follow_the_gallery(page, real_url):

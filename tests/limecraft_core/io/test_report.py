@@ -435,3 +435,62 @@ def test_the_trust_pages_checks_go_in_the_report_beside_the_explanations(photo):
     other = explain(photo, ChannelMeans(), segmentation="slic", n_segments=5, samples=20)
     with pytest.raises(LimecraftError, match="run them again on the current regions"):
         html_report(image=photo, explanation=ex, trust=other)
+
+
+def test_report_shows_a_region_pasted_into_other_images(tagged):
+    """The insertion test in the report: each image's score of the followed class before and
+    after, the flip, the summary sentence and the pasted pictures (issue 29, item 1)."""
+    from limecraft_core import insertion_test
+    from limecraft_core.io.report import ReportTransplant
+
+    image, res = tagged
+    mask = tag_mask(image.shape[:2])
+
+    def probabilities(img: np.ndarray) -> np.ndarray:
+        red = img[:16, :16, 0].mean() / 255  # the tag class follows the top-left block's red
+        return np.array([red, 0.5])
+
+    dark = [np.full((32, 32, 3), 20, np.uint8), np.full((48, 40, 3), 30, np.uint8)]
+    result, pasted = insertion_test(image, mask, dark, probabilities, 0)
+    t = ReportTransplant.of(
+        result,
+        ["dark", "darker"],
+        pasted,
+        region="the tag",
+        label=["tag class", "other"].__getitem__,
+    )
+    page = html_report(image=image, explanation=res, transplant=t)
+    part = section(page, "transplant")
+    words = text(part)
+    assert result.sentence("tag class") in words and "the region: the tag" in words
+    for name, before, after in zip(["dark", "darker"], result.before, result.after, strict=True):
+        assert f"{name} {before:.4f} {after:.4f}" in words
+    assert words.count("(flipped)") == result.flips == 2  # other -> tag class on both
+    pictures = images(part)
+    assert len(pictures) == 2 and all(max(p.size) >= MIN_SIDE_PX for p in pictures)
+    assert 'id="transplant"' not in html_report(image=image, explanation=res)
+    with pytest.raises(LimecraftError, match="ReportTransplant"):
+        html_report(image=image, explanation=res, transplant="pasted")
+
+
+def test_report_sets_lime_beside_limecraft_for_the_same_class(tagged):
+    image, res = tagged
+    auto = explain(
+        image, TagModel(), labels=["tag class", "other"], segmentation="grid", n_segments=9,
+        fill="black", output_space="raw", samples=40, seed=1,
+    )  # fmt: skip
+    part = section(html_report(image=image, explanation=res, comparison=auto), "comparison")
+    words = text(part)
+    assert "LIMEcraft" in words and "automatic superpixels" in words
+    assert f"{res.n_regions} regions" in words and f"{auto.n_regions} regions" in words
+    assert "strongest region 0 (the tag)" in words
+    assert len(images(part)) == 2
+    other = explain(
+        image, TagModel(), labels=["tag class", "other"], segmentation="grid", n_segments=9,
+        fill="black", output_space="raw", samples=40, seed=1, target=1,
+    )  # fmt: skip
+    assert 'id="comparison"' not in html_report(image=image, explanation=res, comparison=other)
+    with pytest.raises(LimecraftError, match="another image size"):
+        html_report(image=image, explanation=res, comparison=explain(
+            image[:24], TagModel(), segmentation="grid", n_segments=4, samples=20
+        ))  # fmt: skip
