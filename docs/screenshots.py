@@ -65,17 +65,10 @@ def _readme_picture(page, path: Path, height: int = 1500) -> None:
 
 
 def _shot(page, path: Path) -> None:
-    """The whole main area: Streamlit scrolls inside it, so the window is made as tall."""
-    size = page.viewport_size
-    height = page.evaluate(
-        "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
-        " if (m) { m.scrollTo(0, 0); } window.scrollTo(0, 0);"
-        " return m ? m.scrollHeight : document.body.scrollHeight; }"
-    )
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, 700), 6000)})
-    _drawn(page)
-    page.screenshot(path=str(path))
-    page.set_viewport_size(size)
+    """The whole main area, its pictures and charts drawn."""
+    from e2e_helpers import tall_shot
+
+    tall_shot(page, path, least=700, most=6000, ready=_drawn)
     print(f"wrote {path}")
 
 

@@ -23,6 +23,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from conftest import ARTIFACTS
@@ -364,22 +365,34 @@ def images_loaded(page: Page) -> None:
 
 
 def shot(page: Page, name: str, *, tall: bool = False) -> None:
-    """A screenshot under test-artifacts/. ``tall``: Streamlit scrolls inside its main area,
-    so the viewport is made as tall as that area's content for the picture."""
+    """A screenshot under test-artifacts/ (``tall``: the whole main area, :func:`tall_shot`)."""
     ARTIFACTS.mkdir(exist_ok=True)
     if not tall:
         images_loaded(page)
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
         return
+    tall_shot(page, ARTIFACTS / f"{name}.png")
+
+
+def tall_shot(
+    page: Page,
+    path: Path,
+    *,
+    least: int = 600,
+    most: int = 12_000,
+    ready: Callable[[Page], None] = images_loaded,
+) -> None:
+    """The whole main area in one picture: Streamlit scrolls inside it, so the window is made
+    as tall as its content (``least`` to ``most`` px) for the picture, after ``ready``."""
     size = page.viewport_size
     height = page.evaluate(
         "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
         " if (m) { m.scrollTo(0, 0); } window.scrollTo(0, 0);"
         " return m ? m.scrollHeight : document.body.scrollHeight; }"
     )
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, 600), 12_000)})
-    images_loaded(page)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, least), most)})
+    ready(page)
+    page.screenshot(path=str(path))
     page.set_viewport_size(size)
 
 
