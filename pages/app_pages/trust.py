@@ -85,7 +85,8 @@ def _stability(s: state.AppState, ex: lc.Explanation) -> None:
         f"Regions that matter **{m}** · over them: Kendall's W **{stb.matter_kendall_w:.2f}**, "
         f"top-{min(T.TOP_K, max(1, m))} overlap **{stb.matter_topk:.2f}**, sign flips "
         f"**{stb.matter_sign_flips:.0%}** · for comparison with the literature: Kendall's W over "
-        f"the top-10 **{stb.kendall_w:.3f}**, regions whose sign flips **{stb.sign_flips:.0%}**"
+        f"the top-10 **{stb.kendall_w:.3f}**; sign flips over all regions, those that do not "
+        f"matter included, **{stb.sign_flips:.0%}**"
     )
     st.caption(
         "The verdict is the conclusion's: the first region that matters and those within "
