@@ -57,9 +57,24 @@ def selectbox(page, label: str) -> str:
 def image_options(page) -> list[str]:
     """The "Image" picker's options: '⚑ file · label score' for the flagged ones, first."""
     box = page.get_by_role("combobox", name="Image", exact=True)
-    box.click()
-    if box.get_attribute("aria-expanded") != "true":  # a click near the page's foot only focuses it
+
+    def opened() -> bool:
+        try:
+            expect(box).to_have_attribute("aria-expanded", "true", timeout=5_000)
+        except AssertionError:
+            return False
+        return True
+
+    # A click near the page's foot only focuses the box (ArrowDown opens it then), and one that
+    # lands while the page is redrawn does nothing: try again until the list is open. One CI
+    # run met the list shut for 60 s after a single click and ArrowDown.
+    for _ in range(4):
+        box.click()
+        if opened():
+            break
         box.press("ArrowDown")
+        if opened():
+            break
     expect(box).to_have_attribute("aria-expanded", "true")
     expect(page.get_by_role("option").first).to_be_visible()
     options = page.get_by_role("option").all_inner_texts()
