@@ -20,7 +20,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 from ._validate import MAX_PIXELS, LimecraftError
 from .config import ExplainConfig
 from .config import fields as setting_fields
-from .io.npz import encode_npz, load_npz, npz_members
+from .io.npz import encode_npz, is_map, load_npz, npz_members
 from .io.schema import Bad, Schema, fixed
 from .trust import TrustResults
 
@@ -109,7 +109,7 @@ def _decode_array(d: Any) -> np.ndarray:
         raw = base64.b64decode(d["data"], validate=True)
         # Read the array's header before inflating it: a few KB of zeros can inflate to GBs.
         (a,) = npz_members(raw)
-        if a.name != "a" or len(a.shape) != 2 or a.pixels > MAX_PIXELS or a.dtype.kind not in "iu":
+        if not is_map(a, "iu"):
             raise LimecraftError(
                 f"explanation JSON: 'segments' must be a 2-D integer label map of at most "
                 f"{MAX_PIXELS:,} pixels; it is {a.dtype} of shape {a.shape}"

@@ -13,7 +13,7 @@ from pydantic_core import ErrorDetails
 
 from .._validate import LimecraftError, check_int
 from ..config import AUDIT_DEFAULTS, ExplainConfig
-from ..io.schema import Bad, check
+from ..io.schema import Bad, check, one_of
 from ..limits import THRESHOLDS
 from ..result import Explanation
 
@@ -165,15 +165,6 @@ def _nan(v: Any) -> Any:
     return math.nan if v is None else v
 
 
-def _one_of(words: str, values: tuple[str, ...]) -> Any:
-    def ok(v: str) -> str:
-        if v not in values:
-            raise Bad(words.format(v))
-        return v
-
-    return ok
-
-
 def _each_of(words: str, values: tuple[str, ...]) -> Any:
     def ok(v: list[str]) -> tuple[str, ...]:
         for x in v:
@@ -199,7 +190,7 @@ _WHAT = {f.name: _KINDS[_HINTS[f.name]][1] for f in fields(AuditRow)}
 #: The fields whose values are a closed set, checked after their kind.
 _CLOSED = {
     "status": AfterValidator(
-        _one_of("an audit row's status must be ok or error, not {!r}", ("ok", "error"))
+        one_of(("ok", "error"), "an audit row's status must be ok or error, not {got}")
     ),
     "flags": AfterValidator(_each_of("an audit row has an unknown flag {!r}", tuple(FLAG_TEXT))),
 }

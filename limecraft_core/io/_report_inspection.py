@@ -30,6 +30,7 @@ class ReportPasted:
     image : (H, W, 3) uint8 ndarray, the image with the region pasted in
     before, after : float, the followed class's probability, clean and with the region
     top_before, top_after : str, the image's top class, clean and with the region
+    flipped : bool, the top class became the followed class (:attr:`Insertion.flipped`)
     clipped : bool, part of the region fell outside the image
     """
 
@@ -39,6 +40,7 @@ class ReportPasted:
     after: float
     top_before: str
     top_after: str
+    flipped: bool = False
     clipped: bool = False
 
 
@@ -86,6 +88,7 @@ class ReportTransplant:
                     after=float(result.after[i]),
                     top_before=label(int(result.top_before[i])),
                     top_after=label(int(result.top_after[i])),
+                    flipped=bool(result.flipped[i]),
                     clipped=bool(result.clipped[i]),
                 )
                 for i, (n, p) in enumerate(zip(names, pasted, strict=True))
@@ -134,7 +137,7 @@ def _transplant(t: ReportTransplant | None) -> _Transplant | None:
                 change=p.after - p.before,
                 top_before=p.top_before,
                 top_after=p.top_after,
-                flipped=p.top_after == t.class_label and p.top_before != t.class_label,
+                flipped=p.flipped,
                 clipped=p.clipped,
             )
             for p in t.images

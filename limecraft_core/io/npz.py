@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validate import MAX_PIXELS
+
 
 @dataclass(frozen=True)
 class Member:
@@ -38,6 +40,13 @@ class Member:
     @property
     def pixels(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+
+def is_map(m: Member, kinds: str) -> bool:
+    """Whether ``m`` is a map as LIMEcraft saves one (a label map, a mask): the array ``a``,
+    2-D, at most ``MAX_PIXELS``, of one of numpy's dtype ``kinds`` ("iu" for labels, "bui" for
+    masks). Read it from the header (:func:`npz_members`) before the data is inflated."""
+    return m.name == "a" and len(m.shape) == 2 and m.pixels <= MAX_PIXELS and m.dtype.kind in kinds
 
 
 def encode_npz(arrays: Mapping[str, np.ndarray], *, compress: bool = True) -> bytes:

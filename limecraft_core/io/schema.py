@@ -26,7 +26,7 @@ from pydantic_core import ErrorDetails
 
 from .._validate import LimecraftError
 
-__all__ = ["Bad", "Schema", "check", "fixed", "read_json", "where"]
+__all__ = ["Bad", "Schema", "check", "fixed", "one_of", "read_json", "where"]
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -118,6 +118,19 @@ def fixed(value: Any, words: str) -> BeforeValidator:
         return v
 
     return BeforeValidator(ok)
+
+
+def one_of(values: Any, words: str) -> Callable[[Any], str]:
+    """A check that a value is one of the strings ``values`` (a closed set: a status, a colour,
+    a method); ``{got}`` in ``words`` is replaced by what it was. Use it as a
+    ``BeforeValidator`` or, after a strict type, an ``AfterValidator``."""
+
+    def ok(v: Any) -> str:
+        if not isinstance(v, str) or v not in values:
+            raise Bad(words.replace("{got}", repr(v)))
+        return v
+
+    return ok
 
 
 def read_json(

@@ -33,8 +33,8 @@ from limecraft_core.classifier import NORMALIZATIONS
 from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image, encode_png
-from limecraft_core.io.npz import encode_npz, load_npz, npz_members
-from limecraft_core.io.schema import Bad, Schema, check, fixed, read_json
+from limecraft_core.io.npz import encode_npz, is_map, load_npz, npz_members
+from limecraft_core.io.schema import Bad, Schema, check, fixed, one_of, read_json
 from limecraft_core.limits import LIMITS
 from models import registry
 
@@ -784,15 +784,6 @@ def _bool(what: str) -> BeforeValidator:
     return BeforeValidator(ok)
 
 
-def _one_of(words: str, values: Any) -> BeforeValidator:
-    def ok(v: Any) -> Any:
-        if not isinstance(v, str) or v not in values:
-            raise Bad(words)
-        return v
-
-    return BeforeValidator(ok)
-
-
 def _png(what: str, *, sets_shape: bool = False) -> BeforeValidator:
     """A base64 image; the analysis' own image (``sets_shape``) gives the size the masks and
     explanations after it must have."""
@@ -824,12 +815,7 @@ def _array(what: str, kinds: str) -> BeforeValidator:
         try:
             raw = base64.b64decode(v, validate=True)
             (a,) = npz_members(raw)
-            if (
-                a.name != "a"
-                or len(a.shape) != 2
-                or a.pixels > MAX_PIXELS
-                or a.dtype.kind not in kinds
-            ):
+            if not is_map(a, kinds):
                 raise Bad(f"{what} must be a 2-D map of at most {MAX_PIXELS:,} pixels")
             arr = load_npz(raw)["a"]
         except Bad:
@@ -908,7 +894,7 @@ RegionName = Annotated[str, _text("a region name")]
 class _ImageDoc(Schema):
     png: Annotated[np.ndarray, _png("image", sets_shape=True)] = None  # type: ignore[assignment]
     source: Annotated[
-        str, _one_of(f"image source must be one of {', '.join(SOURCES)}", SOURCES)
+        str, BeforeValidator(one_of(SOURCES, f"image source must be one of {', '.join(SOURCES)}"))
     ] = None  # type: ignore[assignment]
     name: Annotated[str, _text("image name", 300)] = None  # type: ignore[assignment]
     tag_mask: Annotated[np.ndarray | None, _maybe(_array("tag_mask", "bui"))] = None
@@ -985,11 +971,17 @@ _INNER = LIMITS["inner_segments"]
 
 class _SegDoc(Schema):
     method: Annotated[
-        str, _one_of(f"segmentation method must be one of {', '.join(lc.METHODS)}", lc.METHODS)
+        str,
+        BeforeValidator(
+            one_of(lc.METHODS, f"segmentation method must be one of {', '.join(lc.METHODS)}")
+        ),
     ] = None  # type: ignore[assignment]
     n_segments: Annotated[int, _int("segmentation n_segments", int(_N[0]), int(_N[1]))] = None  # type: ignore[assignment]
     outer: Annotated[
-        str, _one_of("segmentation outer must be 'segment' or 'one'", ("segment", "one"))
+        str,
+        BeforeValidator(
+            one_of(("segment", "one"), "segmentation outer must be 'segment' or 'one'")
+        ),
     ] = None  # type: ignore[assignment]
     params: Annotated[list, _list("segmentation params", 10)] = Field(default_factory=list)
     inner_method: Any = "slic"
@@ -1004,7 +996,10 @@ def _hand(d: _HandDoc) -> HandRegion:
 
 class _HandDoc(Schema):
     colour: Annotated[
-        str, _one_of(f"{{up}} colour must be one of {', '.join(REGION_COLOURS)}", REGION_COLOURS)
+        str,
+        BeforeValidator(
+            one_of(REGION_COLOURS, f"{{up}} colour must be one of {', '.join(REGION_COLOURS)}")
+        ),
     ] = None  # type: ignore[assignment]
     uid: Annotated[str, _text("{up} uid", 32)] = None  # type: ignore[assignment]
     name: Annotated[str, _text("{up} name")] = None  # type: ignore[assignment]
