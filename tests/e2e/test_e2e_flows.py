@@ -94,14 +94,19 @@ def test_the_explained_edited_image_is_the_preview(page, app_url):
     choose(page, "Sample gallery", "demo-conflict-2")
     add_tag(page)
     goto(page, "Inspect")
+    kind = page.get_by_role("radiogroup", name="Edit")
+    expect(kind.get_by_role("radio", name="no change")).to_be_checked()  # nothing pending
+    click(page, kind.get_by_text("colour", exact=True))
     expect(slider(page, "Hue (degrees)")).to_be_visible()
     set_slider(page, "Hue (degrees)", r"e_hue-\d+", 60)
     expect(page.get_by_text(re.compile(r"^Top class:.*now")).first).to_be_visible()
     shot(page, "a1-pending-hue-60")
     click(page, page.get_by_role("button", name="Apply edit"))
     expect(page.get_by_text("Applied edits")).to_be_visible()
-    # the pending controls start again from "no change"
-    expect(slider(page, "Hue (degrees)")).to_have_value("0")
+    # the pending edit is "no change" again (issue 48): nothing to apply twice
+    expect(kind.get_by_role("radio", name="no change")).to_be_checked()
+    expect(slider(page, "Hue (degrees)")).to_have_count(0)
+    expect(page.get_by_role("button", name="Apply edit")).to_be_disabled()
     click(page, page.get_by_role("button", name="Explain the edited image"), timeout=180_000)
     expect(page.get_by_text("the explained image").first).to_be_visible()
     shot(page, "a2-explained-edited")
@@ -117,7 +122,7 @@ def test_the_explained_edited_image_is_the_preview(page, app_url):
 
     # the explained image is the preview: the same pixels, and the tag at +60°, not +120°
     explained = picture(page, "the explained image")
-    preview = picture(page, "edited (region outlined)")
+    preview = picture(page, "edited (no edit pending)")
     sample = load_sample("demo-conflict-2")
     seg = A.segmentation_config(_with_tag(sample))
     labels = stages.prepare_regions(

@@ -515,13 +515,19 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
     at.switch_page(INSPECT).run()
+    assert at.radio(key="edit_kind").value == "no change" and button(at, "Apply edit").disabled
+    at.radio(key="edit_kind").set_value("colour").run()
     at.slider(key="e_hue-0").set_value(60).run()
     assert any("now" in m.value for m in at.markdown if m.value.startswith("Top class:"))
     button(at, "Apply edit").click().run()
     s = at.session_state["limecraft_session"].app
     assert [e.describe() for e in s.edits] == ["recolour region 0 (hue +60°)"]
+    # the pending edit is "no change" again: nothing to apply twice
+    assert at.radio(key="edit_kind").value == "no change" and button(at, "Apply edit").disabled
+    at.radio(key="edit_kind").set_value("colour").run()
     hue = next(sl for sl in at.slider if sl.label == "Hue (degrees)")
     assert hue.value == 0 and hue.key != "e_hue-0"  # the pending controls start from no change
+    at.radio(key="edit_kind").set_value("no change").run()
     assert any("tag" in m.value for m in at.markdown if "Applied edits" in m.value)
     button(at, "Explain the edited image").click().run()
     assert not at.exception, at.exception
@@ -542,6 +548,62 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     at.run()
     assert not any("differs from the preview" in i.value for i in at.info)
+
+
+#: One change per edit kind, from the Inspect page's controls (widget key prefix, value).
+EDIT_CHANGES = {
+    "colour": ("e_hue", 60),
+    "move": ("e_dx", -6),
+    "rotate": ("e_angle", 30),
+    "scale": ("e_factor", 1.5),
+    "blur": ("e_sigma", 6.0),
+    "remove": ("e_fill", "mean"),  # again: black (the mean of a mean-filled region is itself)
+    "watermark": ("e_wm_opacity", 0.8),
+}
+
+
+KINDS_BY_LABEL = {"colour": "color"} | {k: k for k in EDIT_CHANGES if k != "colour"}
+
+
+@pytest.mark.parametrize("kind", list(EDIT_CHANGES))
+def test_apply_then_apply_again_edits_once_per_press(kind):
+    """Issue 48: after Apply the pending edit is "no change", for every kind (a remove or a
+    watermark edit has no slider to reset: it came back as a second, pending edit). The preview,
+    the prediction and the re-explanation are those of the applied edits only; Apply again
+    (the kind chosen again) applies a second one."""
+    at = run_app({})
+    widget(at.selectbox, "Sample gallery").set_value("demo-conflict-2").run()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.switch_page(INSPECT).run()
+    prefix, value = EDIT_CHANGES[kind]
+
+    def change(value=value) -> None:
+        at.radio(key="edit_kind").set_value(kind).run()
+        controls = [*at.slider, *at.selectbox, *at.number_input]
+        control = next(w for w in controls if str(w.key).startswith(prefix + "-"))
+        control.set_value(value).run()
+        button(at, "Apply edit").click().run()
+        assert not at.exception, at.exception
+
+    change()
+    s = at.session_state["limecraft_session"].app
+    assert [e.kind for e in s.edits] == [KINDS_BY_LABEL[kind]]
+    assert at.radio(key="edit_kind").value == "no change" and button(at, "Apply edit").disabled
+    button(at, "Explain the edited image").click().run()
+    assert not at.exception, at.exception
+    labels = lc.prepare_regions(
+        lc._validate.as_float_image(s.image),
+        A.segmentation_config(s),
+        regions_mask=[h.mask for h in s.hand],
+        names=[h.name for h in s.hand],
+    )[0].labels
+    once = apply_edits(s.image, labels, s.edits).image
+    assert np.array_equal(s.edited_image, once)  # explained: the applied edit, once
+    assert not any("differs from the preview" in i.value for i in at.info)
+    change("black" if kind == "remove" else value)
+    assert [e.kind for e in s.edits] == [KINDS_BY_LABEL[kind]] * 2
+    assert len(A.edit_names(s, ("tag",))) == 2
 
 
 def test_each_image_is_encoded_once_however_often_the_analysis_is_saved(monkeypatch):
