@@ -137,16 +137,19 @@ else:
         trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments)
     ):
         trust = None
-    # LIME versus LIMEcraft, when it ran on this image; Inspect's last transplant, this session's
+    # LIME versus LIMEcraft, when it ran on this image; Inspect's last paste, kept with the analysis
     auto = s.explanation_auto
     if auto is not None and auto.segments.shape != ex.segments.shape:
         auto = None
-    done = session().transplant
+    paste = s.paste
     transplant = None
-    if done is not None:
-        _, region, result, names, pasted = done
+    if paste is not None:
         transplant = ReportTransplant.of(
-            result, names, pasted, region=region, label=lambda i: state.class_label(s, i)
+            paste.result,
+            paste.names,
+            paste.pictures,
+            region=paste.region,
+            label=lambda i: state.class_label(s, i),
         )
     # The report draws its own large pictures, with legends, from the explanation. It is a few
     # MB: built when the button is pressed (html_report is pure), not on every rerun.

@@ -126,11 +126,30 @@ def region_label(s: state.AppState, names: tuple[str, ...], i: int) -> str:
     return label + (f" (weight {w[i]:+.3f})" if w is not None else "")
 
 
-def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -> None:
-    order = list(np.argsort(-before)[:5])
-    for i in np.argsort(-after)[:5]:
-        if i not in order:
-            order.append(i)
+def follow_control(s: state.AppState, before: np.ndarray) -> int:
+    """The class to follow: its before and after always show, in the prediction table and in
+    the paste. Default: the explained class, else the model's top class."""
+    order = [int(i) for i in np.argsort(-before)]
+    ex = s.explanation
+    first = ex.classes[0] if ex is not None and ex.classes else order[0]
+    return int(
+        st.selectbox(
+            "Class to follow",
+            order,
+            index=order.index(first) if first in order else 0,
+            key="edit_follow",
+            format_func=lambda i: f"{state.class_label(s, i)} ({i})",
+            help="Its score before and after always shows, whatever the top classes are; the "
+            "paste below follows it too. Default: the explained class",
+        )
+    )
+
+
+def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray, follow: int) -> None:
+    order = [int(i) for i in np.argsort(-before)[:5]]
+    for i in [*np.argsort(-after)[:5], follow]:
+        if int(i) not in order:
+            order.append(int(i))
     names = [state.class_label(s, int(i)) for i in order]
     top = int(order[0])
     d = float(after[top] - before[top])
@@ -144,10 +163,18 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
             f" ({after[new_top]:.3f})"
         )
     )
+    if follow != top:
+        st.markdown(
+            f"Followed class: **{display.md(state.class_label(s, follow))}** "
+            f"{before[follow]:.3f} → {after[follow]:.3f} ({after[follow] - before[follow]:+.3f})"
+        )
     a, b = display.columns([3, 2])
     a.dataframe(
         {
-            "class": names,
+            "class": [
+                n + (" (followed)" if i == follow else "")
+                for i, n in zip(order, names, strict=True)
+            ],
             "original": [float(before[i]) for i in order],
             "edited": [float(after[i]) for i in order],
             "change": [float(after[i] - before[i]) for i in order],
@@ -258,14 +285,15 @@ with c2:
 watermark_view.region_buttons(s, "inspect")
 before = state.predict(s, s.image)
 after = state.predict(s, preview.image)
+follow: int | None = None
 if before is not None and after is not None:
     st.subheader("Prediction: original and edited")
-    prediction_table(s, before, after)
-
-st.divider()
-transplant_view.section(
-    s, base.image, base.labels, int(region), region_label(s, names, int(region))
-)
+    follow = follow_control(s, before)
+    prediction_table(s, before, after, follow)
+    st.divider()
+    transplant_view.section(
+        s, base.image, base.labels, int(region), region_label(s, names, int(region)), follow
+    )
 
 st.divider()
 st.subheader("Re-explain the edited image")
@@ -294,4 +322,10 @@ if s.edited_explanation is not None and s.edited_image is not None:
             icon=":material/info:",
         )
     st.image(display.to_display(s.edited_image, 280), caption="the explained image")
+    scored = state.predict(s, s.edited_image)
+    if follow is not None and before is not None and scored is not None:
+        st.markdown(
+            f"Followed class on the explained image: **{display.md(state.class_label(s, follow))}"
+            f"** {scored[follow]:.3f} (the original: {before[follow]:.3f})"
+        )
     results(s, s.edited_explanation, key="edited", image=s.edited_image)

@@ -66,7 +66,6 @@ class Session:
     audit_config : the audit page's settings
     audit_loaded : the last audit read, keyed by its folder and audit.json's time
     audit_thumbs : the open audit's thumbnails as data URLs, by row key
-    transplant : Inspect's last transplant result
     signed_in : the token of this session's password sign-in
     """
 
@@ -92,7 +91,6 @@ class Session:
     audit_config: ExplainConfig | None = None
     audit_loaded: tuple[tuple[str, int], LoadedAudit] | None = None
     audit_thumbs: tuple[LoadedAudit, dict[str, Any]] | None = None
-    transplant: tuple | None = None
     signed_in: str | None = None
 
     def tmpdir(self) -> str:

@@ -244,7 +244,6 @@ _ANALYSIS_WIDGETS = re.compile(
 
 
 def _show_analysis(a: Analysis) -> None:
-    session().transplant = None  # Inspect's last transplant was of the analysis before
     for key in list(st.session_state.keys()):
         if isinstance(key, str) and _ANALYSIS_WIDGETS.match(key):
             del st.session_state[key]
