@@ -22,6 +22,7 @@ import os
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
@@ -231,33 +232,47 @@ def new(
 # ----------------------------------------------------------------------------- questions
 
 
+#: The kinds of work an analysis can hold, each with its count (a table: a new kind of work,
+#: such as a kept paste, is one more entry). ``work`` ranks analyses in the recent list and
+#: ``summary`` names them; "results" is one kind however many explanations there are.
+WORK: tuple[tuple[str, Callable[[Analysis], int]], ...] = (
+    ("region", lambda a: len(a.hand) or int(a.restored is not None)),
+    ("merge", lambda a: len(a.merges)),
+    ("edit", lambda a: len(a.edits)),
+    (
+        "results",
+        lambda a: int(a.explanation is not None or a.edited_explanation is not None),
+    ),
+    ("Trust", lambda a: int(a.trust_explanation is not None)),
+    ("Compare", lambda a: int(a.explanation_auto is not None)),
+    ("paste", lambda a: int(a.paste is not None)),
+)
+
+
+def work(a: Analysis) -> int:
+    """How much the user made in ``a``: the number of kinds of work it holds (regions, merges,
+    edits, results, Trust, Compare, a paste), 0 when it holds none."""
+    return sum(bool(count(a)) for _, count in WORK)
+
+
 def has_work(a: Analysis) -> bool:
     """Whether replacing the image would lose something the user made."""
-    return bool(
-        a.hand
-        or a.merges
-        or a.edits
-        or a.restored is not None
-        or a.explanation is not None
-        or a.explanation_auto is not None
-        or a.trust_explanation is not None
-        or a.edited_explanation is not None
-        or a.paste is not None
-    )
+    return work(a) > 0
 
 
 def summary(a: Analysis) -> str:
     """One line for the recent-analyses list, e.g. ``chelsea · 2 regions, 1 edit, results``."""
     parts = []
-    n = len(a.hand)
-    if n:
-        parts.append(f"{n} region{'s' if n != 1 else ''}")
-    if a.merges:
-        parts.append(f"{len(a.merges)} merge{'s' if len(a.merges) != 1 else ''}")
-    if a.edits:
-        parts.append(f"{len(a.edits)} edit{'s' if len(a.edits) != 1 else ''}")
-    if a.explanation is not None or a.trust_explanation is not None:
-        parts.append("results")
+    for name, count in WORK:
+        n = count(a)
+        if not n:
+            continue
+        if name == "region" and not a.hand:  # a restored map: its own regions, not drawn here
+            parts.append("restored regions")
+        elif name[0].islower() and name not in ("results", "paste"):
+            parts.append(f"{n} {name}{'s' if n != 1 else ''}")
+        else:
+            parts.append(name)
     return f"{a.image_name} · {', '.join(parts) or 'no changes'}"
 
 

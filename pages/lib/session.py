@@ -39,6 +39,56 @@ class Folder:
         weakref.finalize(self, _remove, self.path)
 
 
+@dataclass(frozen=True)
+class Recent:
+    """One entry of the session's recent list: what the sidebar shows and ranks it by, and the
+    analysis itself while it is held in memory (else it is opened from the store when picked).
+
+    Attributes
+    ----------
+    id : the analysis' id in the store
+    summary : its line in the list, e.g. ``chelsea · 1 region, results``
+    work : how much work it holds (``analysis.work``): the list is cut by it
+    image_name, image_key : its image, to find it again when the same image comes back
+    model_name : its model (an uploaded model's file is kept while an entry uses it)
+    stored : whether the store holds it (an analysis over the store's size limit is not)
+    held : the analysis, for the entries shown as buttons and those not stored
+    """
+
+    id: str
+    summary: str
+    work: int
+    image_name: str
+    image_key: str
+    model_name: str
+    stored: bool = True
+    held: Analysis | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as saved beside the current analysis (without the analysis itself)."""
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "work": self.work,
+            "image_name": self.image_name,
+            "image_key": self.image_key,
+            "model_name": self.model_name,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Recent | None:
+        """An entry read back from the store, or None when it is not one."""
+        if not isinstance(d, dict):
+            return None
+        text = ("id", "summary", "image_name", "image_key", "model_name")
+        if not all(isinstance(d.get(k), str) for k in text):
+            return None
+        work = d.get("work")
+        if not isinstance(work, int) or isinstance(work, bool) or work < 0:
+            return None
+        return cls(**{k: d[k] for k in text}, work=work)
+
+
 @dataclass
 class Session:
     """One browser session's values (besides its widgets').
@@ -46,7 +96,10 @@ class Session:
     Attributes
     ----------
     app : the analysis being worked on (None until the first run makes or reopens one)
-    recent : earlier analyses of this session, newest first
+    recent : earlier analyses of this session, newest first (saved beside the current one,
+        so that a reload brings the list back)
+    carried : (analysis id, image name): that analysis took its settings from the analysis of
+        that image (a new image keeps the settings; the Explain page says so)
     saved : the fingerprint of ``app`` when it was last saved (None: save it at the run's end)
     view : counts the analyses that came in; widgets that show one carry it in their key
     folder : the session's folder for uploaded model files, made when first needed
@@ -70,7 +123,8 @@ class Session:
     """
 
     app: Analysis | None = None
-    recent: list[Analysis] = field(default_factory=list)
+    recent: list[Recent] = field(default_factory=list)
+    carried: tuple[str, str] | None = None
     saved: str | None = None
     view: int = 0
     folder: Folder | None = None

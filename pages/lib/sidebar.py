@@ -289,21 +289,32 @@ def model_facts(s: Analysis) -> str | None:
     )
 
 
+def _recent_button(r: state.Recent) -> None:
+    st.button(
+        r.summary,
+        key=f"recent-{r.id[:12]}",
+        on_click=state.open_recent,
+        args=(r.id,),
+        icon=":material/history:",
+        help="Go back to this analysis (the current one is kept here)",
+        width="stretch",
+    )
+
+
 def _recent_list() -> None:
-    rec = state.recent()
-    if not rec:
+    """The recent analyses: the first few as buttons (more work outranks less, so a burst of
+    uploads never hides a crafted analysis), every other one under "More" (none is lost)."""
+    top, more = state.shown(state.recent())
+    if not top:
         return
     st.markdown("**Recent analyses**")
-    for r in rec:
-        st.button(
-            A.summary(r),
-            key=f"recent-{r.id[:12]}",
-            on_click=state.open_recent,
-            args=(r.id,),
-            icon=":material/history:",
-            help="Go back to this analysis (the current one is kept here)",
-            width="stretch",
-        )
+    for r in top:
+        _recent_button(r)
+    if more:
+        # a fixed key: the box stays open while its label's count changes
+        with st.expander(f"More ({len(more)})", key="recent_more"):
+            for r in more:
+                _recent_button(r)
 
 
 def sidebar(s: Analysis) -> None:

@@ -23,7 +23,7 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +92,10 @@ class StoreConfig:
 
 
 class Store:
-    """Saved analyses, one JSON file each: ``{"owner", "saved_at", "analysis"}``.
+    """Saved analyses, one JSON file each: ``{"owner", "saved_at", "recent", "analysis"}``.
+
+    ``recent`` is the session's recent list as it was when the analysis was last saved, so
+    that a reload of the analysis' address (``?a=``) brings the list back on any page.
 
     Thread-safe within one process; several processes may share the folder (writes are atomic,
     and a file that vanishes under a reader is simply not found).
@@ -117,9 +120,10 @@ class Store:
             raise ValueError("not an analysis id")
         return self.folder / f"{aid}.json"
 
-    def save(self, aid: str, owner: str, analysis: str) -> bool:
-        """Save (or replace) analysis ``aid`` for ``owner``; False if it is over ``max_bytes``
-        or ``aid`` already belongs to another account."""
+    def save(self, aid: str, owner: str, analysis: str, recent: Sequence[Mapping] = ()) -> bool:
+        """Save (or replace) analysis ``aid`` for ``owner``, with the recent list beside it
+        (small JSON-able entries); False if it is over ``max_bytes`` or ``aid`` already
+        belongs to another account."""
         if len(analysis) > self.config.max_bytes:
             return False
         path = self._path(aid)
@@ -127,7 +131,8 @@ class Store:
         if head is not None and head != owner:
             return False
         now = self.clock()
-        body = json.dumps({"owner": owner, "saved_at": now}, separators=(",", ":"))
+        head_ = {"owner": owner, "saved_at": now, "recent": list(recent)}
+        body = json.dumps(head_, separators=(",", ":"))
         text = body[:-1] + ',"analysis":' + analysis + "}"
         with self._lock:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
@@ -155,6 +160,20 @@ class Store:
     def load(self, aid: str, owner: str) -> dict | None:
         """The analysis saved as ``aid`` (its JSON, parsed), or None: unknown, expired, or
         another account's."""
+        doc = self._doc(aid, owner)
+        return None if doc is None else doc.get("analysis")
+
+    def load_with_recent(self, aid: str, owner: str) -> tuple[dict, list] | None:
+        """The analysis saved as ``aid`` and the recent list saved with it (a list of what
+        :meth:`save` was given; empty for a file saved without one), or None as for
+        :meth:`load`."""
+        doc = self._doc(aid, owner)
+        if doc is None or doc.get("analysis") is None:
+            return None
+        recent = doc.get("recent")
+        return doc["analysis"], recent if isinstance(recent, list) else []
+
+    def _doc(self, aid: str, owner: str) -> dict | None:
         if not valid_id(aid):
             return None
         path = self._path(aid)
@@ -173,7 +192,7 @@ class Store:
             return None
         if not isinstance(doc, dict) or doc.get("owner") != owner:
             return None
-        return doc.get("analysis")
+        return doc
 
     def exists_for_other(self, aid: str, owner: str) -> bool:
         """Whether ``aid`` is saved but belongs to another account (for a plain message)."""

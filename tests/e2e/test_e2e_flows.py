@@ -246,7 +246,7 @@ def test_a_new_image_keeps_the_previous_analysis(page, app_url, tmp_path):
     shot(page, "c1-new-image-recent-list")
     recent = page.get_by_role("button", name=re.compile(r"demo-conflict-1 · 1 region"))
     expect(recent).to_be_visible()
-    # a reload (F5) keeps the list: its ids ride in the address (issue 29, item 3)
+    # a reload (F5) keeps the list: it is saved beside the analysis (issues 29 and 48, item 3)
     rerun(page, page.reload, new=[CANVAS], what="reload")
     expect(page.get_by_text("No handcrafted regions yet.")).to_be_visible()
     expect(recent).to_be_visible()

@@ -122,3 +122,15 @@ def test_a_folder_others_can_write_to_is_refused(tmp_path):
     shared.chmod(0o777)
     with pytest.raises(LimecraftError, match="others cannot write"):
         Store(StoreConfig(folder=str(shared)))
+
+
+def test_the_recent_list_is_saved_beside_the_analysis_for_the_owner_only(tmp_path):
+    s = make(tmp_path)
+    aid, rec = new_id(), [{"id": new_id(), "summary": "cat · results", "work": 1}]
+    assert s.save(aid, "ada", doc(1), rec)
+    assert s.load_with_recent(aid, "ada") == (json.loads(doc(1)), rec)
+    assert s.load(aid, "ada") == json.loads(doc(1))  # the analysis alone, as before
+    assert s.load_with_recent(aid, "bob") is None
+    other = new_id()
+    assert s.save(other, "ada", doc(2))  # saved without a list: an empty one
+    assert s.load_with_recent(other, "ada") == (json.loads(doc(2)), [])
