@@ -283,6 +283,29 @@ def handcrafted_count(a: Analysis) -> int:
     return len(a.hand)
 
 
+def _count(n: int, word: str) -> str:
+    """``"2 regions"``, ``"1 region"``; empty for none."""
+    return f"{n} {word}{'' if n == 1 else 's'}" if n else ""
+
+
+def contents(a: Analysis) -> list[str]:
+    """What the analysis holds, in the words the pages use, e.g. ``["2 regions", "1 edit",
+    "results", "Trust"]``; parts it lacks are left out. One line per part."""
+    others = len(a.other_models)
+    parts = [
+        _count(handcrafted_count(a), "region"),
+        _count(len(a.merges), "merge"),
+        _count(len(a.edits), "edit"),
+        "results" if a.explanation is not None else "",
+        "LIME versus LIMEcraft" if a.explanation_auto is not None else "",
+        "Trust" if a.trust_explanation is not None else "",
+        "the edited image's explanation" if a.edited_explanation is not None else "",
+        f"a paste into {_count(len(a.paste.names), 'image')}" if a.paste is not None else "",
+        f"results of {_count(others, 'other model')}" if others else "",
+    ]
+    return [p for p in parts if p]
+
+
 def within_app(config: lc.ExplainConfig) -> lc.ExplainConfig:
     """``config`` with every number inside the range the app's controls offer (a file may hold
     values that only the CLI accepts, and a widget given a value outside its range stops)."""

@@ -115,6 +115,11 @@ class Session:
     image_note, restore_note, watermark_note : why the last upload, restored file or watermark
         was refused, shown once where it was tried
     model_note : the last model change's outcome, ``(kind, text)``, shown once
+    restored_note : what the analysis file just restored holds, shown once
+    run_note : after a reload, that the Explain then running was interrupted, shown once
+    run_marked : the id of the analysis a run of this session marked as running in the store;
+        the run may have ended without clearing the mark (Cancel, Stop here): the next run does
+    loading : this run's "Loading the model…" line on a cold server (pages/lib/loading.py)
     audit_id : the audit this session has open
     audit_config : the audit page's settings
     audit_loaded : the last audit read, keyed by its folder and audit.json's time
@@ -141,6 +146,10 @@ class Session:
     restore_note: str | None = None
     watermark_note: str | None = None
     model_note: tuple[Literal["error", "success", "warning", "info"], str] | None = None
+    restored_note: str | None = None
+    run_note: str | None = None
+    run_marked: str | None = None
+    loading: Any = None
     audit_id: str | None = None
     audit_config: ExplainConfig | None = None
     audit_loaded: tuple[tuple[str, int], LoadedAudit] | None = None

@@ -133,6 +133,7 @@ def _open_from_url() -> tuple[Analysis, list[Recent]]:
         a = _fresh()
         a.message = f"That saved analysis could not be opened ({md(e)}); a new one is started."
         return a, []
+    session().run_note = _interrupted_note(a, _take_running(aid, who))
     rec = [r for r in map(Recent.from_dict, saved_recent) if r is not None and valid_id(r.id)]
     seen = {aid}
     rec = [r for r in rec if not (r.id in seen or seen.add(r.id))]
@@ -158,6 +159,8 @@ def get() -> Analysis:
         if st.query_params.get("a") != ses.app.id:
             ses.saved = None  # a new id: save it at the end of this run
     a = ses.app
+    if ses.run_marked:  # a run of this live session ended without clearing its mark: it is over
+        _mark_running(ses.run_marked, None)
     a.tmpdir = tmpdir()
     if st.query_params.get("a") != a.id:
         st.query_params["a"] = a.id
@@ -185,6 +188,45 @@ def save(a: Analysis | None = None) -> bool:
     if ok:
         ses.saved = fp
     return ok
+
+
+#: What the analyst pressed, by the run's progress label, for the note after a reload.
+_RUN_NAMES = {
+    "Explaining": "Explain",
+    "Explaining the edited image": "Explain of the edited image",
+    "Comparing": "comparison with automatic superpixels",
+    "Checking": "trust check",
+}
+
+
+def _mark_running(aid: str, what: str | None) -> None:
+    """Mark analysis ``aid`` as running ``what`` (a progress label) in the store, or, with None,
+    as not running. A reload in the middle of the run finds the mark (:func:`_open_from_url`)."""
+    session().run_marked = aid if what is not None else None
+    try:
+        store().mark_running(aid, owner(), what)
+    except OSError as e:  # the run goes on; only the note after a reload is lost
+        _log.warning("could not mark the analysis as running: %s", e)
+
+
+def _take_running(aid: str, who: str) -> str | None:
+    try:
+        return store().take_running(aid, who)
+    except OSError:
+        return None
+
+
+def _interrupted_note(a: Analysis, what: str | None) -> str | None:
+    """After a reload: the run the page was doing when it was reloaded did not finish."""
+    if what is None:
+        return None
+    name = _RUN_NAMES.get(what, "run")
+    kept = (
+        "the previous result is shown."
+        if a.explanation is not None
+        else "there was no earlier result to show."
+    )
+    return f"The last {name} was interrupted by the reload of the page and did not finish: {kept}"
 
 
 def wkey(name: str) -> str:
@@ -615,16 +657,30 @@ def run_explain(
 
     # only local models go through this process's work queue (a Ray Serve deployment batches
     # across sessions itself)
-    runner = serving.queued(clf, work_queue(), alive=session_alive(), on_wait=waiting)
-    ex = lc.explain(
-        image,
-        runner,
-        segments=reg,
-        config=config,
-        progress=progress,
-        partial=partial if live else None,
-        memo=score_memo(scene_key(image, reg, model, config)),
-    )
+    alive = session_alive()
+    runner = serving.queued(clf, work_queue(), alive=alive, on_wait=waiting)
+    # Marked as running in the store until it ends, so that a reload (F5) in the middle of it
+    # says so. A page that is closed or reloaded leaves the mark; Cancel or Stop here, which
+    # rerun the script, leave it to the session's next run to clear (get()).
+    app = session().app
+    if app is not None:
+        _mark_running(app.id, status_label)
+    try:
+        ex = lc.explain(
+            image,
+            runner,
+            segments=reg,
+            config=config,
+            progress=progress,
+            partial=partial if live else None,
+            memo=score_memo(scene_key(image, reg, model, config)),
+        )
+    except (lc.LimecraftError, lc.ModelError):
+        if app is not None and alive():  # it failed, and the page says so: not interrupted
+            _mark_running(app.id, None)
+        raise
+    if app is not None:
+        _mark_running(app.id, None)
     bar.empty()
     cancel_slot.empty()
     if live_slot is not None:

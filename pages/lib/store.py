@@ -3,7 +3,9 @@
 An analysis is saved under an unguessable id (``secrets.token_urlsafe(24)``: 192 random bits)
 with the account that made it; :meth:`Store.load` gives it back only to that account. The store
 evicts the oldest analyses beyond ``max_analyses`` and forgets those not saved for ``max_age_s``.
-Writes are atomic (a temporary file, then ``os.replace``). Settings come from the environment:
+Writes are atomic (a temporary file, then ``os.replace``). While an Explain runs, a small marker
+file beside the analysis says so (:meth:`Store.mark_running`), so that the page reloaded in the
+middle of it can say the run was interrupted. Settings come from the environment:
 
 =================================  ============================================  ==============
 ``LIMECRAFT_STORE_DIR``            folder of the saved analyses                  a private temp
@@ -204,6 +206,39 @@ class Store:
     def delete(self, aid: str) -> None:
         if valid_id(aid):
             self._path(aid).unlink(missing_ok=True)
+            self._path(aid).with_suffix(".running").unlink(missing_ok=True)
+
+    def mark_running(self, aid: str, owner: str, what: str | None) -> None:
+        """Note that a run (``what``, e.g. "Explaining") of analysis ``aid`` has started, or,
+        with None, that it is over. A page reloaded while the marker is there finds it with
+        :meth:`take_running`."""
+        if not valid_id(aid):
+            return
+        path = self._path(aid).with_suffix(".running")
+        if what is None:
+            path.unlink(missing_ok=True)
+            return
+        with self._lock:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"owner": owner, "what": what}, f)
+            os.replace(tmp, path)
+
+    def take_running(self, aid: str, owner: str) -> str | None:
+        """The run that was under way when analysis ``aid`` was last seen (what
+        :meth:`mark_running` noted), or None; the marker is removed."""
+        if not valid_id(aid):
+            return None
+        path = self._path(aid).with_suffix(".running")
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or doc.get("owner") != owner:
+            return None  # another account's: left for its owner
+        path.unlink(missing_ok=True)
+        what = doc.get("what")
+        return what if isinstance(what, str) else None
 
     def ids(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.json") if valid_id(p.stem))
@@ -224,3 +259,6 @@ class Store:
         entries.sort()
         for _, p in entries[: max(0, len(entries) - self.config.max_analyses)]:
             p.unlink(missing_ok=True)
+        for p in self.folder.glob("*.running"):  # the marker of an analysis that is gone
+            if not p.with_suffix(".json").exists():
+                p.unlink(missing_ok=True)
