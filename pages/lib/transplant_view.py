@@ -142,7 +142,7 @@ def section(
     if paste.source and paste.source != A.digest(image):
         st.info(
             "The result below was pasted from the image as it was before the edits since "
-            "(Applied edits above): press **Paste** to paste the region as it is now.",
+            "(listed above): press **Paste** to paste the region as it is now.",
             icon=":material/history:",
         )
     elif not same:

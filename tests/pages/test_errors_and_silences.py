@@ -183,7 +183,8 @@ def test_an_explain_marks_its_analysis_while_it_runs_and_clears_the_mark(monkeyp
         return real(*args, **kwargs)
 
     monkeypatch.setattr(lc, "explain", looking)
-    next(n for n in at.number_input if n.key.startswith("set_samples")).set_value(50)
+    st.cache_data.clear()  # an explanation cached by an earlier test would not call the engine
+    next(n for n in at.number_input if n.key.startswith("set_samples")).set_value(53)
     at.run()
     next(b for b in at.button if b.label == "Explain").click().run()
     assert not at.exception, at.exception
@@ -191,7 +192,7 @@ def test_an_explain_marks_its_analysis_while_it_runs_and_clears_the_mark(monkeyp
     assert not (state.store().folder / f"{aid}.running").exists()  # it ended: cleared
     # a run cut short (Cancel, Stop here, an error) leaves the mark to the session's next run
     monkeypatch.setattr(lc, "explain", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
-    next(n for n in at.number_input if n.key.startswith("set_samples")).set_value(60)
+    next(n for n in at.number_input if n.key.startswith("set_samples")).set_value(61)
     at.run()
     next(b for b in at.button if b.label == "Explain").click().run()
     assert any("Something went wrong" in e for e in errors(at))
