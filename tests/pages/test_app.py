@@ -225,6 +225,15 @@ def test_trust_page_runs_the_checks(at):
     # the verdict's sentence, the sign consistency and the field's metrics are on the page
     assert any(m.value.startswith(t.stability.reason[0].upper()) for m in at.markdown)
     assert any(m.value.startswith("**Sign consistency**") for m in at.markdown)
+    # the verdict's conclusion, then its detail on a line of its own (issue 48)
+    conclusion, detail = lc.trust.split_verdict(t.stability.reason)
+    from pages.lib.display import md
+
+    said = [m.value for m in at.markdown]
+    assert md(conclusion[0].upper() + conclusion[1:]) + "." in said
+    assert detail and f"The detail: {md(detail)}." in said
+    # the field's metrics' caption says what each reuses, with its verb
+    assert any("faithfulness correlation reuses the held-out sample" in c.value for c in at.caption)
     table = at.table[0].value
     assert list(table.index) == ["IROF", "ROAD", "Faithfulness correlation", "Sparseness (Gini)"]
     assert t.fills.fills[1:] == ["blur", "inpaint", "inpaint-each"]
