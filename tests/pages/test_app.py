@@ -70,6 +70,13 @@ def test_explain_works_at_once(at):
     )
     assert any("Explained" in s.value for s in at.success)
     assert any("surrogate fidelity" in m.value for m in at.markdown)
+    # the regions the weights chart does not draw are summed in words under it, not as a bar
+    assert any(c.value.startswith("Not drawn: the ") for c in at.caption)
+    # the report's settings compare with the app's defaults: none differs here (issue 48)
+    from pages.lib import analysis as A
+
+    assert ex.config.segmentation.method == "slic"
+    assert ex.config.changed(A.default_config(state(at))) == {}
 
 
 def test_settings_reach_the_engine(at):
@@ -135,6 +142,10 @@ def test_handcrafted_regions_reach_the_explanation(at):
     button(at, "Explain").click().run()
     ex = s.explanation
     assert ex.region_keys[0] == "hand:0" and ex.region_names[0] == "tag"
+    # against the app's defaults for these regions, only the samples differ (issue 48)
+    from pages.lib import analysis as A
+
+    assert set(ex.config.changed(A.default_config(s))) == {"samples"}
     assert np.array_equal(ex.segments == 0, tag)
     # LIME versus LIMEcraft: the comparison over automatic superpixels only
     button(at, "Compare with automatic superpixels only").click().run()
