@@ -16,14 +16,20 @@ from limecraft_core import LimecraftError
 st.set_page_config(page_title="LIMEcraft", page_icon=":material/lightbulb:", layout="wide")
 
 
-try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
-    from pages.lib import audits, auth, sidebar, state
-except LimecraftError as e:
-    st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
-    st.stop()
+from pages.lib import auth, loading  # neither imports the engine: both answer at once
 
 # Access control (LIMECRAFT_AUTH): until this session signs in, only the sign-in shows.
 auth.gate()
+# A cold server imports the engine and loads the model next, for seconds: the title and a
+# "Loading the model…" line show at once, until the page's frame is drawn.
+loading.show()
+
+try:  # the settings are read on import (e.g. LIMECRAFT_DEFAULT_MODEL): a bad one is a message
+    from pages.lib import audits, sidebar, state
+except LimecraftError as e:
+    loading.hide()
+    st.error(f"LIMEcraft cannot start: {e}", icon=":material/error:")
+    st.stop()
 
 sidebar.load_pending()  # a just-uploaded image: decoded and segmented here, with progress
 state.get()
@@ -58,6 +64,7 @@ try:
     page.run()
 except Exception as e:  # a bug must not show a traceback; the session keeps its work
     logging.getLogger("limecraft").exception("page failed")
+    loading.hide()  # a page that failed before its frame was drawn
     st.error(
         f"Something went wrong on this page ({type(e).__name__}: {e}). Your image, regions and "
         "results are kept: try again, or go to another page.",

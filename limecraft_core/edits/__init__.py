@@ -18,7 +18,15 @@ from __future__ import annotations
 from .apply import apply_edit, apply_edits
 from .edit import EDIT_FILLS, EDIT_KINDS, Edit, EditResult
 from .geometry import transform_mask
-from .transplant import PLACES, Insertion, Transplant, insertion_test, transplant
+from .transplant import (
+    CAUSE_MARGIN,
+    NULL_DRAWS,
+    PLACES,
+    Insertion,
+    Transplant,
+    insertion_test,
+    transplant,
+)
 from .watermark import (
     WATERMARK_OPACITY,
     WATERMARK_TEXT,
@@ -29,8 +37,10 @@ from .watermark import (
 )
 
 __all__ = [
+    "CAUSE_MARGIN",
     "EDIT_FILLS",
     "EDIT_KINDS",
+    "NULL_DRAWS",
     "PLACES",
     "WATERMARK_OPACITY",
     "WATERMARK_TEXT",

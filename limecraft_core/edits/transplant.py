@@ -1,7 +1,10 @@
 """Transplant: a region of one image pasted into other images, at the same place.
 
 Removing a region shows that a prediction needs it; pasting it into images of other classes
-shows that it causes it (the insertion test of ImageNet-W, Reveal2Revise and SLANT).
+tests whether it causes it (the insertion test of ImageNet-W, Reveal2Revise and SLANT). A rise
+is judged against a null: a patch of the same shape and area, cut from elsewhere in the same
+image, pasted at the same place in the same image (any paste changes a photo; the question is
+whether *this* region's content moves the class more).
 """
 
 from __future__ import annotations
@@ -12,9 +15,25 @@ from typing import Literal
 import numpy as np
 from PIL import Image
 
-from limecraft_core._validate import LimecraftError, check_choice
+from limecraft_core._validate import LimecraftError, check_choice, check_int
 
-__all__ = ["PLACES", "Insertion", "Transplant", "insertion_test", "transplant"]
+__all__ = [
+    "CAUSE_MARGIN",
+    "NULL_DRAWS",
+    "PLACES",
+    "Insertion",
+    "Transplant",
+    "insertion_test",
+    "null_source",
+    "transplant",
+]
+
+#: The region "causes" the class when, over the images, it raises the class's probability this
+#: much more than the null patch does on average (or turns an image into the class), and beats
+#: the null in most images. Below it, a positive margin is a weak, selective effect.
+CAUSE_MARGIN = 0.05
+#: Null patches per image (their mean is the null); each is one more model call per image.
+NULL_DRAWS = 3
 
 #: ``relative``: the source (image and mask) is resized to the target's size first, so the region
 #: lands at the same place and scale relative to the image (the watermark's case: it scales with
@@ -126,6 +145,10 @@ class Insertion:
     before, after : (K,) float ndarrays, its probability on each image, clean and with the region
     top_before, top_after : (K,) int ndarrays, each image's top class, clean and with the region
     clipped : (K,) bool ndarray, whether part of the region fell outside that image
+    null_after : (K,) float ndarray or None, the class's probability with a null patch (same
+        shape, area and place, cut from elsewhere in the source; the mean over ``null_draws``
+        patches) instead of the region; None when no null was run
+    null_draws : int, the null patches per image (0: no null)
     """
 
     target_class: int
@@ -134,6 +157,8 @@ class Insertion:
     top_before: np.ndarray
     top_after: np.ndarray
     clipped: np.ndarray
+    null_after: np.ndarray | None = None
+    null_draws: int = 0
 
     @property
     def gain(self) -> np.ndarray:
@@ -143,6 +168,18 @@ class Insertion:
     @property
     def mean_gain(self) -> float:
         return float(self.gain.mean())
+
+    @property
+    def null_gain(self) -> np.ndarray:
+        """(K,) the null patch's change on each image (zeros when no null was run)."""
+        if self.null_after is None:
+            return np.zeros_like(self.before)
+        return self.null_after - self.before
+
+    @property
+    def margin(self) -> np.ndarray:
+        """(K,) how much more the region raised the class than the null patch did."""
+        return self.gain - self.null_gain
 
     @property
     def flipped(self) -> np.ndarray:
@@ -159,17 +196,76 @@ class Insertion:
         eligible = int((self.top_before != self.target_class).sum())
         return self.flips / eligible if eligible else 0.0
 
+    @property
+    def finding(self) -> str:
+        """``causes``: the region beats the null in most images, and by :data:`CAUSE_MARGIN`
+        on average or by turning an image into the class; ``weak``: it beats the null in most
+        images, by less; ``none``: it does not."""
+        k = len(self.before)
+        most = int((self.margin > 0).sum()) * 2 > k
+        if most and (float(self.margin.mean()) >= CAUSE_MARGIN or self.flips > 0):
+            return "causes"
+        return "weak" if most and float(self.margin.mean()) > 0 else "none"
+
     def sentence(self, class_name: str) -> str:
-        """One line, e.g. "Pasted into 4 images, the region raised carton by 0.21 on average
-        and turned 3 of 4 into carton"."""
+        """The numbers in one line, e.g. "Pasted into 4 images, the region raised carton by
+        0.003 on average (a same-size patch of this image: +0.001) and turned 0 of 4 into
+        carton"."""
         k = len(self.before)
         eligible = int((self.top_before != self.target_class).sum())
+        null = (
+            f" (a same-size patch of the same image at the same place: "
+            f"{float(self.null_gain.mean()):+.3f})"
+            if self.null_after is not None
+            else ""
+        )
         return (
             f"Pasted into {k} image{'s' * (k != 1)}, the region "
             f"{'raised' if self.mean_gain >= 0 else 'lowered'} {class_name} by "
-            f"{abs(self.mean_gain):.3f} on average and turned {self.flips} of {eligible} into "
-            f"{class_name}"
+            f"{abs(self.mean_gain):.3f} on average{null} and turned {self.flips} of {eligible} "
+            f"into {class_name}"
         )
+
+    def conclusion(self, class_name: str) -> str:
+        """What the numbers show, and no more: the judgment of :attr:`finding` in words."""
+        k = len(self.before)
+        beat = int((self.margin > 0).sum())
+        than = "than a same-size patch does" if self.null_after is not None else "than nothing"
+        if self.finding == "causes":
+            return (
+                f"It causes {class_name} in these images: it raised {class_name} more {than} "
+                f"in {beat} of {k}"
+                + (f", and turned {self.flips} into {class_name}" if self.flips else "")
+                + "."
+            )
+        if self.finding == "weak":
+            return (
+                f"A weak, selective effect: it raised {class_name} more {than} in {beat} of "
+                f"{k} images, by {float(self.margin.mean()):.3f} on average, and turned none "
+                f"into {class_name}."
+            )
+        return (
+            f"It did not raise {class_name} in these images beyond {than.removeprefix('than ')}"
+            f" ({beat} of {k} above it): no sign here that it causes {class_name}; "
+            "the shortcut, if there is one, is selective."
+        )
+
+
+def null_source(source: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``source`` shifted (wrapping round) so that the pixels under ``mask`` come from another
+    place in the same image: the null patch has the region's shape, area and place, not its
+    content. The shift clears the region's bounding box on one axis where the image allows."""
+    ys, xs = np.nonzero(mask)
+    h, w = mask.shape
+    bh, bw = int(ys.max() - ys.min() + 1), int(xs.max() - xs.min() + 1)
+    clear = [(axis, size, box) for axis, size, box in ((0, h, bh), (1, w, bw)) if size - box >= box]
+    if clear:
+        axis, size, box = clear[int(rng.integers(len(clear)))]
+        step = int(rng.integers(box, size - box + 1))
+        shift = (step, int(rng.integers(w))) if axis == 0 else (int(rng.integers(h)), step)
+    else:  # the region spans most of the image both ways: any shift but none
+        shift = (int(rng.integers(1, max(h, 2))), int(rng.integers(w)))
+    return np.roll(source, shift, axis=(0, 1))
 
 
 def insertion_test(
@@ -180,8 +276,11 @@ def insertion_test(
     target_class: int,
     *,
     place: Literal["relative", "absolute"] = "relative",
+    null_draws: int = NULL_DRAWS,
+    seed: int = 0,
 ) -> tuple[Insertion, list[Transplant]]:
-    """Paste a region into each of ``targets`` and score each before and after.
+    """Paste a region into each of ``targets`` and score each before and after; paste
+    ``null_draws`` null patches (:func:`null_source`) at the same place and score those too.
 
     Parameters
     ----------
@@ -190,6 +289,9 @@ def insertion_test(
     predict : callable((H, W, 3) uint8 ndarray) -> (C,) probabilities
     target_class : int, the class to follow
     place : see :data:`PLACES`
+    null_draws : int >= 0, null patches per image (0: no null; the verdict then compares the
+        rise with nothing)
+    seed : int, the null patches' random shifts
 
     Returns
     -------
@@ -203,13 +305,36 @@ def insertion_test(
     """
     if not targets:
         raise LimecraftError("the insertion test needs at least one image to paste the region into")
+    null_draws = check_int("null_draws", null_draws, 0, 100)
     pasted = [transplant(source, mask, t, place=place) for t in targets]
+    rng = np.random.default_rng(seed)
+    nulls = (
+        [
+            null_source(_rgb("the source image", source), np.asarray(mask, bool), rng)
+            for _ in range(null_draws)
+        ]
+        if null_draws
+        else []
+    )
     rows = []
     for clean, p in zip(targets, pasted, strict=True):
         a, b = np.asarray(predict(clean), float), np.asarray(predict(p.image), float)
         if not 0 <= target_class < len(a):
             raise LimecraftError(f"class {target_class} is not one of the model's {len(a)} classes")
-        rows.append((a[target_class], b[target_class], int(a.argmax()), int(b.argmax()), p.clipped))
+        null = [
+            float(np.asarray(predict(transplant(n, mask, clean, place=place).image))[target_class])
+            for n in nulls
+        ]
+        rows.append(
+            (
+                a[target_class],
+                b[target_class],
+                int(a.argmax()),
+                int(b.argmax()),
+                p.clipped,
+                float(np.mean(null)) if null else np.nan,
+            )
+        )
     cols = list(zip(*rows, strict=True))
     result = Insertion(
         target_class=int(target_class),
@@ -218,5 +343,7 @@ def insertion_test(
         top_before=np.asarray(cols[2], int),
         top_after=np.asarray(cols[3], int),
         clipped=np.asarray(cols[4], bool),
+        null_after=np.asarray(cols[5], float) if null_draws else None,
+        null_draws=null_draws,
     )
     return result, pasted

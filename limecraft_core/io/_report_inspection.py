@@ -32,6 +32,8 @@ class ReportPasted:
     top_before, top_after : str, the image's top class, clean and with the region
     flipped : bool, the top class became the followed class (:attr:`Insertion.flipped`)
     clipped : bool, part of the region fell outside the image
+    null_after : float or None, the followed class's probability with a same-size patch of the
+        source at the same place instead (None: no null was run)
     """
 
     name: str
@@ -42,6 +44,7 @@ class ReportPasted:
     top_after: str
     flipped: bool = False
     clipped: bool = False
+    null_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -54,25 +57,27 @@ class ReportTransplant:
     class_label : str, the class followed
     sentence : str, the one-line summary (:meth:`Insertion.sentence`)
     images : sequence of ReportPasted, in the order they were given
+    conclusion : str, what the numbers show (:meth:`Insertion.conclusion`)
     """
 
     region: str
     class_label: str
     sentence: str
     images: Sequence[ReportPasted]
+    conclusion: str = ""
 
     @classmethod
     def of(
         cls,
         result: Insertion,
         names: Sequence[str],
-        pasted: Sequence[Transplant],
+        pasted: Sequence[Transplant | np.ndarray],
         *,
         region: str,
         label: Callable[[int], str],
     ) -> ReportTransplant:
         """From :func:`limecraft_core.insertion_test`'s result, the images' names and the
-        pasted images; ``label`` names a class index."""
+        pasted images (Transplants, or the pictures of them); ``label`` names a class index."""
         if not len(names) == len(pasted) == len(result.before):
             raise LimecraftError("a transplant needs one name and one pasted image per image")
         followed = label(result.target_class)
@@ -80,16 +85,18 @@ class ReportTransplant:
             region=region,
             class_label=followed,
             sentence=result.sentence(followed),
+            conclusion=result.conclusion(followed),
             images=tuple(
                 ReportPasted(
                     name=n,
-                    image=p.image,
+                    image=p.image if isinstance(p, Transplant) else np.asarray(p),
                     before=float(result.before[i]),
                     after=float(result.after[i]),
                     top_before=label(int(result.top_before[i])),
                     top_after=label(int(result.top_after[i])),
                     flipped=bool(result.flipped[i]),
                     clipped=bool(result.clipped[i]),
+                    null_after=None if result.null_after is None else float(result.null_after[i]),
                 )
                 for i, (n, p) in enumerate(zip(names, pasted, strict=True))
             ),
@@ -107,6 +114,7 @@ class _Pasted:
     top_after: str
     flipped: bool
     clipped: bool
+    null_change: float | None
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,9 @@ class _Transplant:
     region: str
     class_label: str
     sentence: str
+    conclusion: str
     images: tuple[_Pasted, ...]
+    has_null: bool
 
 
 def _transplant(t: ReportTransplant | None) -> _Transplant | None:
@@ -128,6 +138,8 @@ def _transplant(t: ReportTransplant | None) -> _Transplant | None:
         region=t.region,
         class_label=t.class_label,
         sentence=t.sentence,
+        conclusion=t.conclusion,
+        has_null=any(p.null_after is not None for p in t.images),
         images=tuple(
             _Pasted(
                 name=p.name,
@@ -139,6 +151,7 @@ def _transplant(t: ReportTransplant | None) -> _Transplant | None:
                 top_after=p.top_after,
                 flipped=p.flipped,
                 clipped=p.clipped,
+                null_change=None if p.null_after is None else p.null_after - p.before,
             )
             for p in t.images
         ),

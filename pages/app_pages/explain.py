@@ -10,7 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.limits import LIMITS
 from pages.lib import analysis as A
-from pages.lib import display, frame, state
+from pages.lib import config_form, display, frame, state
 from pages.lib.session import session, set_value
 from pages.lib.views import explain_controls, localisation_panel, results
 
@@ -85,6 +85,29 @@ def _offer_more_samples(
             st.rerun()
 
 
+def settings_note(s: state.AppState, config: lc.ExplainConfig) -> None:
+    """Beside Explain: the settings that are not the defaults, and whether they came with the
+    previous image (a new image keeps them: see state.replace_image), with one click back."""
+    changed = config.changed()
+    if not changed:
+        return
+    carried = session().carried
+    source = carried[1] if carried is not None and carried[0] == s.id else None
+    head = (
+        f"Settings carried over from {display.md(source)}"
+        if source is not None
+        else "Settings not the defaults"
+    )
+    st.caption(f":orange[{head}: {display.md(config_form.describe_changes(changed))}.]")
+    st.button(
+        "Back to the defaults",
+        key="settings_defaults",
+        on_click=state.defaults_again,
+        icon=":material/settings_backup_restore:",
+        help="The app's default Explain settings for this image",
+    )
+
+
 s = state.get()
 st.title("LIMEcraft")
 steps = first_steps()
@@ -119,6 +142,7 @@ with right:
     if config != s.config:  # typed settings are part of the analysis: saved, and back after F5
         s.config = config
     clicked = st.button("Explain", type="primary", key="explain")
+    settings_note(s, config)
     if st.session_state.get("cancel-Explaining"):
         st.info("Explain was cancelled. Your regions and earlier results are kept.")
     # "Stop here" in the live result: finish with the samples scored so far (none rescored)

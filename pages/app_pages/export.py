@@ -33,10 +33,14 @@ def _restore(s: state.AppState) -> None:
         if len(data) > A.MAX_JSON_BYTES:
             raise lc.LimecraftError(f"the file is over {A.MAX_JSON_BYTES // 2**20} MB")
         if b'"limecraft-analysis"' in data[:4096]:
-            state.adopt(A.from_json(data))
+            restored = A.from_json(data)
+            state.adopt(restored)
+            held = ", ".join(A.contents(restored)) or "its image, with no regions or results yet"
         else:
-            A.restore_explanation(s, lc.Explanation.from_json(data))
+            ex = lc.Explanation.from_json(data)
+            A.restore_explanation(s, ex)
             config_form.forget_widgets()  # the settings widgets show the restored settings
+            held = f"the explanation of this image over {ex.n_regions} regions"
     except (lc.LimecraftError, RecursionError, OverflowError, MemoryError) as e:
         # Nesting too deep, or a number too large for an index: refused, like any bad file.
         detail = str(e) or type(e).__name__
@@ -45,6 +49,7 @@ def _restore(s: state.AppState) -> None:
         session().restore_note = f"That file was not restored: {display.md(detail)}"
         return
     session().restore_note = None
+    session().restored_note = f"Restored **{display.md(up.name)}**: {held}."
 
 
 def report_edits(s: state.AppState) -> list[ReportEdit]:
@@ -137,16 +142,19 @@ else:
         trust.region_keys != ex.region_keys or not np.array_equal(trust.segments, ex.segments)
     ):
         trust = None
-    # LIME versus LIMEcraft, when it ran on this image; Inspect's last transplant, this session's
+    # LIME versus LIMEcraft, when it ran on this image; Inspect's last paste, kept with the analysis
     auto = s.explanation_auto
     if auto is not None and auto.segments.shape != ex.segments.shape:
         auto = None
-    done = session().transplant
+    paste = s.paste
     transplant = None
-    if done is not None:
-        _, region, result, names, pasted = done
+    if paste is not None:
         transplant = ReportTransplant.of(
-            result, names, pasted, region=region, label=lambda i: state.class_label(s, i)
+            paste.result,
+            paste.names,
+            paste.pictures,
+            region=paste.region,
+            label=lambda i: state.class_label(s, i),
         )
     # The report draws its own large pictures, with legends, from the explanation. It is a few
     # MB: built when the button is pressed (html_report is pure), not on every rerun.
@@ -185,3 +193,6 @@ st.file_uploader(
 )
 if session().restore_note:
     display.error(session().restore_note)
+restored_note, session().restored_note = session().restored_note, None  # said once
+if restored_note:
+    st.success(restored_note, icon=":material/restore:")

@@ -17,7 +17,11 @@ from pages.lib.views import results
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
-KINDS = {
+#: The radio's choices; "no change" (None) is the pending edit after Apply: an applied edit is
+#: never offered again as a pending one (a remove or watermark edit has no slider to reset).
+NO_CHANGE = "no change"
+KINDS: dict[str, str | None] = {
+    NO_CHANGE: None,
     "colour": "color",
     "move": "move",
     "rotate": "rotate",
@@ -38,14 +42,19 @@ def _version() -> int:
 
 
 def _fresh_controls() -> None:
-    """The pending-edit controls start again from "no change": new widget keys, so the
-    browser's copies of the old values cannot come back as a second, pending edit."""
+    """The pending-edit controls start again from "no change": the kind goes back to "no
+    change" and the sliders get new widget keys, so the browser's copies of the old values
+    cannot come back as a second, pending edit. Runs in a button's callback, before the
+    radio is drawn again."""
     session().edit_version += 1
+    st.session_state["edit_kind"] = NO_CHANGE
 
 
-def edit_controls(region: int, h: int, w: int) -> Edit:
-    """The pending edit from the controls (defaults: no change)."""
+def edit_controls(region: int, h: int, w: int) -> Edit | None:
+    """The pending edit from the controls (None: "no change", the default)."""
     kind = KINDS[st.radio("Edit", list(KINDS), horizontal=True, key="edit_kind")]
+    if kind is None:
+        return None
     v = _version()
     c1, c2 = st.columns(2)
     p: dict = {}
@@ -77,7 +86,9 @@ def edit_controls(region: int, h: int, w: int) -> Edit:
     return Edit(kind=kind, region=region, **p)
 
 
-def _apply(s: state.AppState, pending: Edit) -> None:
+def _apply(s: state.AppState, pending: Edit | None) -> None:
+    if pending is None:
+        return
     A.apply_edit(s, pending)
     _fresh_controls()
 
@@ -115,11 +126,30 @@ def region_label(s: state.AppState, names: tuple[str, ...], i: int) -> str:
     return label + (f" (weight {w[i]:+.3f})" if w is not None else "")
 
 
-def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -> None:
-    order = list(np.argsort(-before)[:5])
-    for i in np.argsort(-after)[:5]:
-        if i not in order:
-            order.append(i)
+def follow_control(s: state.AppState, before: np.ndarray) -> int:
+    """The class to follow: its before and after always show, in the prediction table and in
+    the paste. Default: the explained class, else the model's top class."""
+    order = [int(i) for i in np.argsort(-before)]
+    ex = s.explanation
+    first = ex.classes[0] if ex is not None and ex.classes else order[0]
+    return int(
+        st.selectbox(
+            "Class to follow",
+            order,
+            index=order.index(first) if first in order else 0,
+            key="edit_follow",
+            format_func=lambda i: f"{state.class_label(s, i)} ({i})",
+            help="Its score before and after always shows, whatever the top classes are; the "
+            "paste below follows it too. Default: the explained class",
+        )
+    )
+
+
+def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray, follow: int) -> None:
+    order = [int(i) for i in np.argsort(-before)[:5]]
+    for i in [*np.argsort(-after)[:5], follow]:
+        if int(i) not in order:
+            order.append(int(i))
     names = [state.class_label(s, int(i)) for i in order]
     top = int(order[0])
     d = float(after[top] - before[top])
@@ -133,10 +163,18 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
             f" ({after[new_top]:.3f})"
         )
     )
+    if follow != top:
+        st.markdown(
+            f"Followed class: **{display.md(state.class_label(s, follow))}** "
+            f"{before[follow]:.3f} → {after[follow]:.3f} ({after[follow] - before[follow]:+.3f})"
+        )
     a, b = display.columns([3, 2])
     a.dataframe(
         {
-            "class": names,
+            "class": [
+                n + (" (followed)" if i == follow else "")
+                for i, n in zip(order, names, strict=True)
+            ],
             "original": [float(before[i]) for i in order],
             "edited": [float(after[i]) for i in order],
             "change": [float(after[i] - before[i]) for i in order],
@@ -163,6 +201,14 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray) -
     )
 
 
+def _preview_caption(s: state.AppState, pending: Edit | None) -> str:
+    if pending is None:
+        return "edited (no edit pending)" if s.edits else "no edit yet"
+    if pending.kind in ("move", "rotate", "scale"):
+        return "edited (region mask moves with it)"
+    return "edited (the region is gone)" if pending.kind == "remove" else "edited (region outlined)"
+
+
 s = state.get()
 st.title("Inspect")
 st.caption(
@@ -186,14 +232,14 @@ with c1:
     )
     pending = edit_controls(int(region), *s.image.shape[:2])
     try:
-        preview = apply_edit(base.image, base.labels, pending)
+        preview = base if pending is None else apply_edit(base.image, base.labels, pending)
     except lc.LimecraftError as e:
         display.error(str(e))
         st.stop()
     row = st.container(horizontal=True)  # buttons wrap rather than truncate their labels
     # an edit that changes nothing (a 0° rotation, a move by 0) is not stacked
-    unchanged = np.array_equal(preview.image, base.image) and np.array_equal(
-        preview.labels, base.labels
+    unchanged = pending is None or (
+        np.array_equal(preview.image, base.image) and np.array_equal(preview.labels, base.labels)
     )
     row.button(
         "Apply edit",
@@ -202,7 +248,13 @@ with c1:
         on_click=_apply,
         args=(s, pending),
         disabled=unchanged,
-        help="This edit changes nothing yet: set how it changes the region" if unchanged else None,
+        help=(
+            "Choose an edit above"
+            if pending is None
+            else "This edit changes nothing yet: set how it changes the region"
+            if unchanged
+            else None
+        ),
     )
     row.button("Undo", key="undo_edit", disabled=not s.edits, on_click=_undo, args=(s,))
     row.button("Reset", key="reset_edits", disabled=not s.edits, on_click=_reset, args=(s,))
@@ -222,33 +274,26 @@ with c2:
         display.to_display(mark, 280),
         caption="before this edit (region outlined)" if s.edits else "original (region outlined)",
     )
-    if preview.region >= 0:
+    if preview.region >= 0 and pending is not None:
         preview_image, preview_labels = display.for_drawing(preview.image, preview.labels)
         edited_outline = lc.boundaries(
             preview_image, (preview_labels == preview.region).astype(np.int32), color=(1, 0.5, 0)
         )
     else:
         edited_outline = preview.image
-    moved = pending.kind in ("move", "rotate", "scale")
-    b.image(
-        display.to_display(edited_outline, 280),
-        caption="edited (region mask moves with it)"
-        if moved
-        else "edited (the region is gone)"
-        if pending.kind == "remove"
-        else "edited (region outlined)",
-    )
+    b.image(display.to_display(edited_outline, 280), caption=_preview_caption(s, pending))
 watermark_view.region_buttons(s, "inspect")
 before = state.predict(s, s.image)
 after = state.predict(s, preview.image)
+follow: int | None = None
 if before is not None and after is not None:
     st.subheader("Prediction: original and edited")
-    prediction_table(s, before, after)
-
-st.divider()
-transplant_view.section(
-    s, base.image, base.labels, int(region), region_label(s, names, int(region))
-)
+    follow = follow_control(s, before)
+    prediction_table(s, before, after, follow)
+    st.divider()
+    transplant_view.section(
+        s, base.image, base.labels, int(region), region_label(s, names, int(region)), follow
+    )
 
 st.divider()
 st.subheader("Re-explain the edited image")
@@ -277,4 +322,10 @@ if s.edited_explanation is not None and s.edited_image is not None:
             icon=":material/info:",
         )
     st.image(display.to_display(s.edited_image, 280), caption="the explained image")
+    scored = state.predict(s, s.edited_image)
+    if follow is not None and before is not None and scored is not None:
+        st.markdown(
+            f"Followed class on the explained image: **{display.md(state.class_label(s, follow))}"
+            f"** {scored[follow]:.3f} (the original: {before[follow]:.3f})"
+        )
     results(s, s.edited_explanation, key="edited", image=s.edited_image)

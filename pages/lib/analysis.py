@@ -17,10 +17,12 @@ import dataclasses
 import hashlib
 import inspect
 import json
+import math
 import os
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
@@ -46,6 +48,7 @@ __all__ = [
     "Analysis",
     "HandRegion",
     "Merge",
+    "Paste",
     "SegSettings",
     "from_json",
     "to_json",
@@ -113,6 +116,34 @@ class Merge(NamedTuple):
 
 APP_WORKING_SIZE = 0  # the app's per-method working size (see working_size)
 
+#: At most this many images in one paste (each is scored 2 + NULL_DRAWS times, and shown).
+MAX_PASTE_TARGETS = 8
+#: The pasted pictures are kept at most this size (long side, px): they are shown, not scored.
+PASTE_PICTURE_PX = 448
+
+
+@dataclass(frozen=True, eq=False)
+class Paste:
+    """Inspect's last "paste this region into other images" (the insertion test), kept with the
+    analysis as its other results are: a reload, a switch and back, or a restore shows it again.
+
+    Attributes
+    ----------
+    region : str, the region as Inspect named it (id, name, weight)
+    mask : (H, W) bool ndarray, the region in the Inspect image (its edits applied)
+    names : tuple of str, the images it was pasted into, in order (gallery names, file names)
+    result : the insertion test's numbers (with its null)
+    pictures : tuple of (h, w, 3) uint8 ndarrays, the pasted images, at most PASTE_PICTURE_PX
+    source : str, the :func:`digest` of the image the region was cut from (its edits applied)
+    """
+
+    region: str
+    mask: np.ndarray
+    names: tuple[str, ...]
+    result: lc.Insertion
+    pictures: tuple[np.ndarray, ...]
+    source: str = ""
+
 
 @dataclass(frozen=True)
 class SegSettings:
@@ -161,6 +192,7 @@ class Analysis:
     trust_explanation: lc.Explanation | None = None
     edited_image: np.ndarray | None = None  # the edited image that edited_explanation explains
     edited_explanation: lc.Explanation | None = None
+    paste: Paste | None = None  # Inspect's last paste into other images
     # the results of the other models this analysis used, by model (the last MAX_OTHER_MODELS)
     other_models: dict[ModelRef, Results] = field(default_factory=dict)
     # the expected mask an audit judged the image against (not a region of the map), and
@@ -200,32 +232,47 @@ def new(
 # ----------------------------------------------------------------------------- questions
 
 
+#: The kinds of work an analysis can hold, each with its count (a table: a new kind of work,
+#: such as a kept paste, is one more entry). ``work`` ranks analyses in the recent list and
+#: ``summary`` names them; "results" is one kind however many explanations there are.
+WORK: tuple[tuple[str, Callable[[Analysis], int]], ...] = (
+    ("region", lambda a: len(a.hand) or int(a.restored is not None)),
+    ("merge", lambda a: len(a.merges)),
+    ("edit", lambda a: len(a.edits)),
+    (
+        "results",
+        lambda a: int(a.explanation is not None or a.edited_explanation is not None),
+    ),
+    ("Trust", lambda a: int(a.trust_explanation is not None)),
+    ("Compare", lambda a: int(a.explanation_auto is not None)),
+    ("paste", lambda a: int(a.paste is not None)),
+)
+
+
+def work(a: Analysis) -> int:
+    """How much the user made in ``a``: the number of kinds of work it holds (regions, merges,
+    edits, results, Trust, Compare, a paste), 0 when it holds none."""
+    return sum(bool(count(a)) for _, count in WORK)
+
+
 def has_work(a: Analysis) -> bool:
     """Whether replacing the image would lose something the user made."""
-    return bool(
-        a.hand
-        or a.merges
-        or a.edits
-        or a.restored is not None
-        or a.explanation is not None
-        or a.explanation_auto is not None
-        or a.trust_explanation is not None
-        or a.edited_explanation is not None
-    )
+    return work(a) > 0
 
 
 def summary(a: Analysis) -> str:
     """One line for the recent-analyses list, e.g. ``chelsea · 2 regions, 1 edit, results``."""
     parts = []
-    n = len(a.hand)
-    if n:
-        parts.append(f"{n} region{'s' if n != 1 else ''}")
-    if a.merges:
-        parts.append(f"{len(a.merges)} merge{'s' if len(a.merges) != 1 else ''}")
-    if a.edits:
-        parts.append(f"{len(a.edits)} edit{'s' if len(a.edits) != 1 else ''}")
-    if a.explanation is not None or a.trust_explanation is not None:
-        parts.append("results")
+    for name, count in WORK:
+        n = count(a)
+        if not n:
+            continue
+        if name == "region" and not a.hand:  # a restored map: its own regions, not drawn here
+            parts.append("restored regions")
+        elif name[0].islower() and name not in ("results", "paste"):
+            parts.append(f"{n} {name}{'s' if n != 1 else ''}")
+        else:
+            parts.append(name)
     return f"{a.image_name} · {', '.join(parts) or 'no changes'}"
 
 
@@ -234,6 +281,29 @@ def handcrafted_count(a: Analysis) -> int:
     if a.restored is not None:
         return sum("hand:" in k for k in a.restored.keys)
     return len(a.hand)
+
+
+def _count(n: int, word: str) -> str:
+    """``"2 regions"``, ``"1 region"``; empty for none."""
+    return f"{n} {word}{'' if n == 1 else 's'}" if n else ""
+
+
+def contents(a: Analysis) -> list[str]:
+    """What the analysis holds, in the words the pages use, e.g. ``["2 regions", "1 edit",
+    "results", "Trust"]``; parts it lacks are left out. One line per part."""
+    others = len(a.other_models)
+    parts = [
+        _count(handcrafted_count(a), "region"),
+        _count(len(a.merges), "merge"),
+        _count(len(a.edits), "edit"),
+        "results" if a.explanation is not None else "",
+        "LIME versus LIMEcraft" if a.explanation_auto is not None else "",
+        "Trust" if a.trust_explanation is not None else "",
+        "the edited image's explanation" if a.edited_explanation is not None else "",
+        f"a paste into {_count(len(a.paste.names), 'image')}" if a.paste is not None else "",
+        f"results of {_count(others, 'other model')}" if others else "",
+    ]
+    return [p for p in parts if p]
 
 
 def within_app(config: lc.ExplainConfig) -> lc.ExplainConfig:
@@ -314,6 +384,7 @@ class Results:
     trust_explanation: lc.Explanation | None = None
     edited_image: np.ndarray | None = None
     edited_explanation: lc.Explanation | None = None
+    paste: Paste | None = None
 
     def any(self) -> bool:
         return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
@@ -525,6 +596,10 @@ def set_edited(a: Analysis, image: np.ndarray, ex: lc.Explanation) -> None:
     a.edited_image, a.edited_explanation = image.copy(), with_expected(a, ex)
 
 
+def set_paste(a: Analysis, paste: Paste) -> None:
+    a.paste = paste
+
+
 def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
     """A plain explanation JSON: its regions become the map, its settings the settings."""
     if ex.segments.shape != a.image.shape[:2]:
@@ -599,6 +674,7 @@ def fingerprint(a: Analysis) -> str:
                 a.explanation_auto,
                 a.trust_explanation,
                 a.edited_explanation,
+                a.paste,
             )
         ],
     ]
@@ -724,6 +800,26 @@ def _results_dict(r: Results) -> dict[str, Any]:
         "edited": None
         if r.edited_explanation is None or r.edited_image is None
         else {"image": _b64_png(r.edited_image), "explanation": _ex(r.edited_explanation)},
+        "paste": None if r.paste is None else _paste_dict(r.paste),
+    }
+
+
+def _paste_dict(p: Paste) -> dict[str, Any]:
+    r = p.result
+    return {
+        "region": p.region,
+        "mask": _npz(p.mask.astype(bool)),
+        "class": r.target_class,
+        "names": list(p.names),
+        "before": r.before.tolist(),
+        "after": r.after.tolist(),
+        "top_before": r.top_before.tolist(),
+        "top_after": r.top_after.tolist(),
+        "clipped": r.clipped.tolist(),
+        "null_after": None if r.null_after is None else r.null_after.tolist(),
+        "null_draws": r.null_draws,
+        "pictures": [_b64_png(x) for x in p.pictures],
+        "source": p.source,
     }
 
 
@@ -796,9 +892,9 @@ def _bool(what: str) -> BeforeValidator:
     return BeforeValidator(ok)
 
 
-def _png(what: str, *, sets_shape: bool = False) -> BeforeValidator:
+def _png(what: str, *, sets_shape: bool = False, any_size: bool = False) -> BeforeValidator:
     """A base64 image; the analysis' own image (``sets_shape``) gives the size the masks and
-    explanations after it must have."""
+    explanations after it must have (a picture of another image: ``any_size``)."""
 
     def ok(v: Any, info: ValidationInfo) -> np.ndarray:
         if not isinstance(v, str) or len(v) > 4 * MAX_JSON_BYTES:
@@ -810,7 +906,7 @@ def _png(what: str, *, sets_shape: bool = False) -> BeforeValidator:
         image = decode_image(data, f"the analysis file's {what}")
         if sets_shape:
             info.context["shape"] = image.shape[:2]
-        elif image.shape[:2] != info.context.get("shape", image.shape[:2]):
+        elif not any_size and image.shape[:2] != info.context.get("shape", image.shape[:2]):
             raise Bad(f"the {what} must have the image's size")
         return image
 
@@ -935,8 +1031,77 @@ class _EditedDoc(Schema):
     explanation: Annotated[lc.Explanation | None, _explanation("{up}")] = None
 
 
+def _numbers(what: str, kind: type) -> BeforeValidator:
+    """A list of at most MAX_PASTE_TARGETS numbers (``kind`` int: integers, bool: booleans)."""
+
+    def one(x: Any) -> bool:
+        if kind is bool:
+            return isinstance(x, bool)
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return False
+        return isinstance(x, int) if kind is int else math.isfinite(x)
+
+    def ok(v: Any) -> Any:
+        if not isinstance(v, list) or len(v) > MAX_PASTE_TARGETS or not all(map(one, v)):
+            name = {bool: "true or false", int: "integers"}.get(kind, "numbers")
+            raise Bad(f"{what} must be a list of at most {MAX_PASTE_TARGETS} {name}")
+        return v
+
+    return BeforeValidator(ok)
+
+
+class _PasteDoc(Schema):
+    region: Annotated[str, _text("paste region", 400)] = None  # type: ignore[assignment]
+    mask: Annotated[np.ndarray, _array("paste mask", "bui")] = None  # type: ignore[assignment]
+    target_class: Annotated[int, _int("paste class", 0, 10**6)] = Field(None, alias="class")  # type: ignore[assignment]
+    names: Annotated[
+        list[Annotated[str, _text("a pasted image's name", 300)]], _list("paste names", 8)
+    ] = None  # type: ignore[assignment]
+    before: Annotated[list[float], _numbers("paste before", float)] = None  # type: ignore[assignment]
+    after: Annotated[list[float], _numbers("paste after", float)] = None  # type: ignore[assignment]
+    top_before: Annotated[list[int], _numbers("paste top_before", int)] = None  # type: ignore[assignment]
+    top_after: Annotated[list[int], _numbers("paste top_after", int)] = None  # type: ignore[assignment]
+    clipped: Annotated[list[bool], _numbers("paste clipped", bool)] = None  # type: ignore[assignment]
+    null_after: Annotated[list[float] | None, _maybe(_numbers("paste null_after", float))] = None
+    null_draws: Annotated[int, _int("paste null_draws", 0, 100)] = 0
+    pictures: Annotated[
+        list[Annotated[np.ndarray, _png("pasted picture", any_size=True)]],
+        _list("paste pictures", 8),
+    ] = None  # type: ignore[assignment]
+
+    source: Annotated[str, _text("paste source", 64)] = ""
+
+    def value(self) -> Paste:
+        k = len(self.names)
+        lists = (self.before, self.after, self.top_before, self.top_after, self.clipped)
+        if k == 0 or any(len(x) != k for x in (*lists, self.pictures, self.null_after or [0] * k)):
+            raise lc.LimecraftError(
+                "analysis file: paste must have one name, score and picture per image"
+            )
+        if (self.null_after is None) != (self.null_draws == 0):
+            raise lc.LimecraftError("analysis file: paste null_after and null_draws disagree")
+        return Paste(
+            region=self.region,
+            mask=self.mask,
+            names=tuple(self.names),
+            result=lc.Insertion(
+                target_class=self.target_class,
+                before=np.asarray(self.before, float),
+                after=np.asarray(self.after, float),
+                top_before=np.asarray(self.top_before, int),
+                top_after=np.asarray(self.top_after, int),
+                clipped=np.asarray(self.clipped, bool),
+                null_after=None if self.null_after is None else np.asarray(self.null_after, float),
+                null_draws=self.null_draws,
+            ),
+            pictures=tuple(self.pictures),
+            source=self.source,
+        )
+
+
 class _ResultsDoc(Schema):
     edited: Annotated[_EditedDoc | None, _maybe(_obj("{loc}"))] = None
+    paste: Annotated[_PasteDoc | None, _maybe(_obj("{loc}"))] = None
     explanation: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
     automatic: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
     trust: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
@@ -949,6 +1114,7 @@ class _ResultsDoc(Schema):
             trust_explanation=self.trust,
             edited_image=None if e is None else e.image,
             edited_explanation=None if e is None else e.explanation,
+            paste=None if self.paste is None else self.paste.value(),
         )
 
 

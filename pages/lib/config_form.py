@@ -19,6 +19,7 @@ from pages.lib.session import session
 __all__ = [
     "WIDGETS",
     "WIDTH_CHOICES",
+    "describe_changes",
     "forget_widgets",
     "key_of",
     "setting_widget",
@@ -50,6 +51,22 @@ def forget_widgets() -> None:
 
 def _label(s: FieldSpec) -> str:
     return s.name.replace("_", " ").capitalize()
+
+
+def _shown(v: Any) -> str:
+    if v is None or v is False:
+        return "off"
+    if v is True:
+        return "on"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v)) or "none"
+    return str(v)
+
+
+def describe_changes(changed: dict[str, Any]) -> str:
+    """The settings that differ from the defaults (``ExplainConfig.changed()``) as the widgets
+    name them, e.g. ``Samples 3000, Early stop off``."""
+    return ", ".join(f"{_label(spec(name))} {_shown(v)}" for name, v in changed.items())
 
 
 def _range(s: FieldSpec) -> tuple[float | None, float | None]:

@@ -200,6 +200,13 @@ def md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
+def md_sentence(text: object) -> str:
+    """User or engine text as a whole sentence for st.markdown: made inert, with a full stop
+    unless it ends with one (the engine's messages do not)."""
+    raw = str(text).rstrip()
+    return md(raw) + ("" if raw.endswith((".", "!", "?")) else ".")
+
+
 def error(msg: str) -> None:
     st.error(msg, icon=":material/error:")
 

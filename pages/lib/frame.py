@@ -10,15 +10,23 @@ every run. ``app.py`` itself makes no widget (``tests/pages/test_streamlit_publi
 
 from __future__ import annotations
 
-from pages.lib import display, sidebar, state
+import streamlit as st
+
+from pages.lib import display, loading, sidebar, state
+from pages.lib.session import session
 
 
 def start() -> state.Analysis:
     """The sidebar and the page's frame; returns the session's state."""
     app = state.get()
-    sidebar.sidebar(app)
+    sidebar.sidebar(app)  # loads the model
+    loading.done()  # a cold server's "Loading the model…" line gives way to the page
     if app.message:  # e.g. a reopened analysis's model is gone: said once, on top of the page
         sidebar.error(app.message)
         app.message = None
+    ses = session()
+    note, ses.run_note = ses.run_note, None
+    if note:  # a reload (F5) interrupted an Explain: said once, on top of the page
+        st.info(note, icon=":material/history:")
     display.measure_main()  # narrow windows stack the pages' side-by-side columns
     return app

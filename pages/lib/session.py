@@ -39,6 +39,56 @@ class Folder:
         weakref.finalize(self, _remove, self.path)
 
 
+@dataclass(frozen=True)
+class Recent:
+    """One entry of the session's recent list: what the sidebar shows and ranks it by, and the
+    analysis itself while it is held in memory (else it is opened from the store when picked).
+
+    Attributes
+    ----------
+    id : the analysis' id in the store
+    summary : its line in the list, e.g. ``chelsea · 1 region, results``
+    work : how much work it holds (``analysis.work``): the list is cut by it
+    image_name, image_key : its image, to find it again when the same image comes back
+    model_name : its model (an uploaded model's file is kept while an entry uses it)
+    stored : whether the store holds it (an analysis over the store's size limit is not)
+    held : the analysis, for the entries shown as buttons and those not stored
+    """
+
+    id: str
+    summary: str
+    work: int
+    image_name: str
+    image_key: str
+    model_name: str
+    stored: bool = True
+    held: Analysis | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as saved beside the current analysis (without the analysis itself)."""
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "work": self.work,
+            "image_name": self.image_name,
+            "image_key": self.image_key,
+            "model_name": self.model_name,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Recent | None:
+        """An entry read back from the store, or None when it is not one."""
+        if not isinstance(d, dict):
+            return None
+        text = ("id", "summary", "image_name", "image_key", "model_name")
+        if not all(isinstance(d.get(k), str) for k in text):
+            return None
+        work = d.get("work")
+        if not isinstance(work, int) or isinstance(work, bool) or work < 0:
+            return None
+        return cls(**{k: d[k] for k in text}, work=work)
+
+
 @dataclass
 class Session:
     """One browser session's values (besides its widgets').
@@ -46,7 +96,10 @@ class Session:
     Attributes
     ----------
     app : the analysis being worked on (None until the first run makes or reopens one)
-    recent : earlier analyses of this session, newest first
+    recent : earlier analyses of this session, newest first (saved beside the current one,
+        so that a reload brings the list back)
+    carried : (analysis id, image name): that analysis took its settings from the analysis of
+        that image (a new image keeps the settings; the Explain page says so)
     saved : the fingerprint of ``app`` when it was last saved (None: save it at the run's end)
     view : counts the analyses that came in; widgets that show one carry it in their key
     folder : the session's folder for uploaded model files, made when first needed
@@ -62,16 +115,21 @@ class Session:
     image_note, restore_note, watermark_note : why the last upload, restored file or watermark
         was refused, shown once where it was tried
     model_note : the last model change's outcome, ``(kind, text)``, shown once
+    restored_note : what the analysis file just restored holds, shown once
+    run_note : after a reload, that the Explain then running was interrupted, shown once
+    run_marked : the id of the analysis a run of this session marked as running in the store;
+        the run may have ended without clearing the mark (Cancel, Stop here): the next run does
+    loading : this run's "Loading the model…" line on a cold server (pages/lib/loading.py)
     audit_id : the audit this session has open
     audit_config : the audit page's settings
     audit_loaded : the last audit read, keyed by its folder and audit.json's time
     audit_thumbs : the open audit's thumbnails as data URLs, by row key
-    transplant : Inspect's last transplant result
     signed_in : the token of this session's password sign-in
     """
 
     app: Analysis | None = None
-    recent: list[Analysis] = field(default_factory=list)
+    recent: list[Recent] = field(default_factory=list)
+    carried: tuple[str, str] | None = None
     saved: str | None = None
     view: int = 0
     folder: Folder | None = None
@@ -88,11 +146,14 @@ class Session:
     restore_note: str | None = None
     watermark_note: str | None = None
     model_note: tuple[Literal["error", "success", "warning", "info"], str] | None = None
+    restored_note: str | None = None
+    run_note: str | None = None
+    run_marked: str | None = None
+    loading: Any = None
     audit_id: str | None = None
     audit_config: ExplainConfig | None = None
     audit_loaded: tuple[tuple[str, int], LoadedAudit] | None = None
     audit_thumbs: tuple[LoadedAudit, dict[str, Any]] | None = None
-    transplant: tuple | None = None
     signed_in: str | None = None
 
     def tmpdir(self) -> str:

@@ -18,7 +18,7 @@ from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
 from pages.lib import state
 from pages.lib.analysis import Analysis
-from pages.lib.display import error, md
+from pages.lib.display import error, md, md_sentence
 from pages.lib.session import session
 
 
@@ -58,7 +58,10 @@ def load_pending() -> None:
             img = decode_image(data, f"'{name}'")
         except lc.LimecraftError as e:
             box.update(label=f"{md(name)} was not used", state="error", expanded=False)
-            failed = f"That upload was not used: {md(e)}", "Your current image and work are kept."
+            failed = (
+                f"That upload was not used: {md_sentence(e)}",
+                "Your current image and work are kept.",
+            )
         else:
             h, w = img.shape[:2]
             state.replace_image(img, name, None, "", "upload")
@@ -70,7 +73,7 @@ def load_pending() -> None:
             except lc.LimecraftError as e:
                 box.update(label=f"{md(name)} could not be segmented", state="error")
                 failed = (
-                    f"The regions could not be made: {md(e)}",
+                    f"The regions could not be made: {md_sentence(e)}",
                     "Change the superpixels on Craft regions.",
                 )
             else:
@@ -289,21 +292,32 @@ def model_facts(s: Analysis) -> str | None:
     )
 
 
+def _recent_button(r: state.Recent) -> None:
+    st.button(
+        r.summary,
+        key=f"recent-{r.id[:12]}",
+        on_click=state.open_recent,
+        args=(r.id,),
+        icon=":material/history:",
+        help="Go back to this analysis (the current one is kept here)",
+        width="stretch",
+    )
+
+
 def _recent_list() -> None:
-    rec = state.recent()
-    if not rec:
+    """The recent analyses: the first few as buttons (more work outranks less, so a burst of
+    uploads never hides a crafted analysis), every other one under "More" (none is lost)."""
+    top, more = state.shown(state.recent())
+    if not top:
         return
     st.markdown("**Recent analyses**")
-    for r in rec:
-        st.button(
-            A.summary(r),
-            key=f"recent-{r.id[:12]}",
-            on_click=state.open_recent,
-            args=(r.id,),
-            icon=":material/history:",
-            help="Go back to this analysis (the current one is kept here)",
-            width="stretch",
-        )
+    for r in top:
+        _recent_button(r)
+    if more:
+        # a fixed key: the box stays open while its label's count changes
+        with st.expander(f"More ({len(more)})", key="recent_more"):
+            for r in more:
+                _recent_button(r)
 
 
 def sidebar(s: Analysis) -> None:
@@ -334,8 +348,11 @@ def sidebar(s: Analysis) -> None:
             on_change=_load_upload,
             args=(_upload_key(),),
         )
-        if session().image_note:
-            error(session().image_note)
+        # said once, under the upload (and in the main area) in the run that refused it: the
+        # next run (another page, another click) drops it, as for a refused model
+        image_note, session().image_note = session().image_note, None
+        if image_note:
+            error(image_note)
         st.markdown("**Model**")
         infos = registry.list_models()
         options = [m.name for m in infos]

@@ -8,7 +8,6 @@ changed through the named actions in :mod:`pages.lib.analysis`. It is saved to t
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -17,6 +16,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,13 +38,14 @@ from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests
 )
 from pages.lib.display import VERDICT_TEXT, error, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
-from pages.lib.session import session, set_value
+from pages.lib.session import Recent, session, set_value
 from pages.lib.session_liveness import session_alive
 from pages.lib.store import Store, StoreConfig, new_id, valid_id
 
 AppState = Analysis  # the pages' name for the session's value
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "gif"]
-RECENT = 5  # analyses kept in the sidebar's "Recent analyses"
+RECENT = 5  # analyses shown as buttons under the sidebar's "Recent analyses"
+RECENT_KEPT = 30  # analyses the list remembers in all; those not shown are under "More"
 _log = logging.getLogger("limecraft")
 
 
@@ -107,14 +108,15 @@ def _usable_model(a: Analysis) -> None:
         A.set_model(a, registry.DEFAULT_MODEL, None)
 
 
-def _open_from_url() -> Analysis:
-    """The analysis named in the URL when this account may open it, else a fresh one."""
+def _open_from_url() -> tuple[Analysis, list[Recent]]:
+    """The analysis named in the URL when this account may open it, with the recent list saved
+    beside it; else a fresh one and an empty list."""
     aid = st.query_params.get("a")
     if not aid:
-        return _fresh()
+        return _fresh(), []
     who = owner()
-    d = store().load(aid, who) if valid_id(aid) else None
-    if d is None:
+    got = store().load_with_recent(aid, who) if valid_id(aid) else None
+    if got is None:
         a = _fresh()
         if store().exists_for_other(aid, who):
             _log.warning("refused to open an analysis of another account")
@@ -123,13 +125,19 @@ def _open_from_url() -> Analysis:
             a.message = (
                 "That analysis is not saved here (it may have expired); a new one is started."
             )
-        return a
+        return a, []
+    d, saved_recent = got
     try:
-        return _reopened(d, aid)
+        a = _reopened(d, aid)
     except lc.LimecraftError as e:
         a = _fresh()
         a.message = f"That saved analysis could not be opened ({md(e)}); a new one is started."
-        return a
+        return a, []
+    session().run_note = _interrupted_note(a, _take_running(aid, who))
+    rec = [r for r in map(Recent.from_dict, saved_recent) if r is not None and valid_id(r.id)]
+    seen = {aid}
+    rec = [r for r in rec if not (r.id in seen or seen.add(r.id))]
+    return a, kept(rec)
 
 
 def _reopened(d: dict, aid: str) -> Analysis:
@@ -144,34 +152,81 @@ def get() -> Analysis:
     """This session's analysis: the one in the URL (after a reload), else a fresh demo one."""
     ses = session()
     if ses.app is None:
-        ses.app = _open_from_url()
-        ses.recent = _recent_from_url(ses.app.id)
+        ses.app, ses.recent = _open_from_url()
+        if "r" in st.query_params:  # an older address's recent list: the store keeps it now
+            del st.query_params["r"]
         ses.saved = A.fingerprint(ses.app)
         if st.query_params.get("a") != ses.app.id:
             ses.saved = None  # a new id: save it at the end of this run
     a = ses.app
+    if ses.run_marked:  # a run of this live session ended without clearing its mark: it is over
+        _mark_running(ses.run_marked, None)
     a.tmpdir = tmpdir()
     if st.query_params.get("a") != a.id:
         st.query_params["a"] = a.id
     return a
 
 
-def save(a: Analysis | None = None) -> None:
-    """Save the session's analysis when it changed since the last save (call after each run)."""
+def save(a: Analysis | None = None) -> bool:
+    """Save the session's analysis when it changed since the last save (call after each run),
+    with the session's recent list beside it (so that a reload brings the list back, on any
+    page: Streamlit's page navigation drops the address' other parameters). Returns whether
+    the store holds it now."""
     ses = session()
     a = a if a is not None else ses.app
     if a is None or not a.id:
-        return
+        return False
     fp = A.fingerprint(a)
     if ses.saved == fp:
-        return
+        return True
+    rec = [r.to_dict() for r in ses.recent if r.stored and r.id != a.id]
     try:
-        ok = store().save(a.id, owner(), A.to_json(a))
+        ok = store().save(a.id, owner(), A.to_json(a), rec)
     except OSError as e:
         _log.warning("could not save the analysis: %s", e)
         ok = False
     if ok:
         ses.saved = fp
+    return ok
+
+
+#: What the analyst pressed, by the run's progress label, for the note after a reload.
+_RUN_NAMES = {
+    "Explaining": "Explain",
+    "Explaining the edited image": "Explain of the edited image",
+    "Comparing": "comparison with automatic superpixels",
+    "Checking": "trust check",
+}
+
+
+def _mark_running(aid: str, what: str | None) -> None:
+    """Mark analysis ``aid`` as running ``what`` (a progress label) in the store, or, with None,
+    as not running. A reload in the middle of the run finds the mark (:func:`_open_from_url`)."""
+    session().run_marked = aid if what is not None else None
+    try:
+        store().mark_running(aid, owner(), what)
+    except OSError as e:  # the run goes on; only the note after a reload is lost
+        _log.warning("could not mark the analysis as running: %s", e)
+
+
+def _take_running(aid: str, who: str) -> str | None:
+    try:
+        return store().take_running(aid, who)
+    except OSError:
+        return None
+
+
+def _interrupted_note(a: Analysis, what: str | None) -> str | None:
+    """After a reload: the run the page was doing when it was reloaded did not finish."""
+    if what is None:
+        return None
+    name = _RUN_NAMES.get(what, "run")
+    kept = (
+        "the previous result is shown."
+        if a.explanation is not None
+        else "there was no earlier result to show."
+    )
+    return f"The last {name} was interrupted by the reload of the page and did not finish: {kept}"
 
 
 def wkey(name: str) -> str:
@@ -181,35 +236,60 @@ def wkey(name: str) -> str:
     return f"{name}-{session().view}"
 
 
-def recent() -> list[Analysis]:
+def recent() -> list[Recent]:
     """Earlier analyses of this session, newest first (kept when the image was replaced)."""
     return session().recent
 
 
-def _recent_from_url(current: str) -> list[Analysis]:
-    """After a reload: the recent analyses the address names (``r``, their ids), as saved,
-    those this account may open; an id that is gone or another account's is left out."""
-    ids = [i for i in (st.query_params.get("r") or "").split(",") if valid_id(i) and i != current]
-    out = []
-    who = owner()
-    for aid in list(dict.fromkeys(ids))[:RECENT]:
-        d = store().load(aid, who)
-        if d is None:
-            continue
-        with contextlib.suppress(lc.LimecraftError):  # unreadable now: left out
-            out.append(_reopened(d, aid))
-    return out
-
-
-def kept(rec: list[Analysis], most: int = RECENT) -> list[Analysis]:
-    """The recent list (newest first) cut to ``most`` entries: the oldest entry that holds no
-    work goes first, and one with regions, edits or results only when every entry has work,
-    so a burst of uploads never pushes out real work."""
+def _cut(rec: list[Recent], most: int) -> list[Recent]:
+    """``rec`` (newest first) cut to ``most`` entries: the entry with the least work goes
+    first, the oldest of those with as little, and never the newest (the one just left).
+    So a burst of uploads, explained or not, never pushes out an analysis with more work."""
     rec = list(rec)
-    while len(rec) > most:
-        idle = [i for i, r in enumerate(rec) if not A.has_work(r)]
-        rec.pop(idle[-1] if idle else len(rec) - 1)
+    while len(rec) > max(most, 1):
+        least = min(r.work for r in rec[1:])
+        rec.pop(max(i for i in range(1, len(rec)) if rec[i].work == least))
     return rec
+
+
+def kept(rec: list[Recent], most: int = RECENT_KEPT) -> list[Recent]:
+    """The entries the recent list remembers (newest first); see :func:`_cut`."""
+    return _cut(rec, most)
+
+
+def shown(rec: list[Recent], most: int = RECENT) -> tuple[list[Recent], list[Recent]]:
+    """The sidebar's split of the list: the ``most`` entries shown as buttons (see
+    :func:`_cut`: more work outranks less) and the rest, under "More"; both newest first."""
+    top = _cut(rec, most)
+    ids = {r.id for r in top}
+    return top, [r for r in rec if r.id not in ids]
+
+
+def _entry(a: Analysis, stored: bool) -> Recent:
+    return Recent(
+        id=a.id,
+        summary=A.summary(a),
+        work=A.work(a),
+        image_name=a.image_name,
+        image_key=a.image_key,
+        model_name=a.model_name,
+        stored=stored,
+        held=a,
+    )
+
+
+def _opened(r: Recent) -> Analysis | None:
+    """The analysis of a recent entry: held in memory, else read from the store (None when
+    it is gone: expired, or unreadable now)."""
+    if r.held is not None:
+        return r.held
+    d = store().load(r.id, owner())
+    if d is None:
+        return None
+    try:
+        return _reopened(d, r.id)
+    except lc.LimecraftError:
+        return None
 
 
 def _switch(new: Analysis) -> None:
@@ -220,19 +300,17 @@ def _switch(new: Analysis) -> None:
     rec = [r for r in recent() if r.id != new.id and (cur is None or r.id != cur.id)]
     # An uploaded image is kept even without work: it cannot be picked again from the gallery.
     if cur is not None and cur.id != new.id and (A.has_work(cur) or cur.source == "upload"):
-        save(cur)
-        rec.insert(0, cur)
+        rec.insert(0, _entry(cur, stored=save(cur)))
     rec = kept(rec)
-    ses.recent = rec
-    # the list's ids ride in the address, so a reload (F5) brings the list back
-    if rec:
-        st.query_params["r"] = ",".join(r.id for r in rec)
-    elif "r" in st.query_params:
-        del st.query_params["r"]
+    top, _ = shown(rec)
+    # Memory: the entries shown as buttons keep their analysis; the others are read from the
+    # store when picked (one the store could not take is held, or it would be lost).
+    held = {r.id for r in top}
+    ses.recent = [r if r.id in held or not r.stored else replace(r, held=None) for r in rec]
     new.canvas_version = (cur.canvas_version + 1) if cur is not None else 0
     ses.app = new
     ses.view += 1
-    ses.saved = None
+    ses.saved = None  # saved at the end of this run, with the new recent list beside it
     st.query_params["a"] = new.id
     _show_analysis(new)
 
@@ -244,7 +322,6 @@ _ANALYSIS_WIDGETS = re.compile(
 
 
 def _show_analysis(a: Analysis) -> None:
-    session().transplant = None  # Inspect's last transplant was of the analysis before
     for key in list(st.session_state.keys()):
         if isinstance(key, str) and _ANALYSIS_WIDGETS.match(key):
             del st.session_state[key]
@@ -257,18 +334,50 @@ def replace_image(
     earlier analysis of the same image comes back instead of an empty one."""
     cur = get()
     key = A.new(image, name).image_key
-    back = next((r for r in recent() if r.image_key == key and r.image_name == name), None)
+    entry = next((r for r in recent() if r.image_key == key and r.image_name == name), None)
+    back = _opened(entry) if entry is not None else None
     if back is None:
+        # A new image keeps the settings of the one before (analysts tune once, then compare
+        # images under the same settings); the Explain page says so when they are not the
+        # defaults, and offers "Back to the defaults" (docs/app.md, "A new image").
         back = A.new(image, name, tag_mask=tag_mask, note=note, source=source, like=cur)
         back.id = new_id()
+        if not_defaults(back):
+            session().carried = (back.id, cur.image_name)
     _switch(back)
 
 
+def not_defaults(a: Analysis) -> bool:
+    """Whether ``a``'s Explain settings differ from the app's defaults."""
+    return bool(a.config.changed())
+
+
+def defaults_again() -> None:
+    """Back to the defaults: the app's Explain settings for the session's analysis. The
+    settings widgets get new keys (the session's ``view``), so they show the defaults rather
+    than their old values."""
+    get().config = A.APP_CONFIG
+    ses = session()
+    ses.carried = None
+    ses.view += 1
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith("set_")]:
+        del st.session_state[key]
+
+
 def open_recent(aid: str) -> None:
-    """Return to an analysis of the recent list."""
+    """Return to an analysis of the recent list (one gone from the store leaves the list)."""
     found = next((r for r in recent() if r.id == aid), None)
-    if found is not None:
-        _switch(found)
+    if found is None:
+        return
+    a = _opened(found)
+    if a is None:
+        session().recent = [r for r in recent() if r.id != aid]
+        get().message = (
+            f"{md(found.summary)} is no longer saved here (it may have expired); it left the "
+            "list of recent analyses."
+        )
+        return
+    _switch(a)
 
 
 def start_fresh() -> None:
@@ -548,16 +657,30 @@ def run_explain(
 
     # only local models go through this process's work queue (a Ray Serve deployment batches
     # across sessions itself)
-    runner = serving.queued(clf, work_queue(), alive=session_alive(), on_wait=waiting)
-    ex = lc.explain(
-        image,
-        runner,
-        segments=reg,
-        config=config,
-        progress=progress,
-        partial=partial if live else None,
-        memo=score_memo(scene_key(image, reg, model, config)),
-    )
+    alive = session_alive()
+    runner = serving.queued(clf, work_queue(), alive=alive, on_wait=waiting)
+    # Marked as running in the store until it ends, so that a reload (F5) in the middle of it
+    # says so. A page that is closed or reloaded leaves the mark; Cancel or Stop here, which
+    # rerun the script, leave it to the session's next run to clear (get()).
+    app = session().app
+    if app is not None:
+        _mark_running(app.id, status_label)
+    try:
+        ex = lc.explain(
+            image,
+            runner,
+            segments=reg,
+            config=config,
+            progress=progress,
+            partial=partial if live else None,
+            memo=score_memo(scene_key(image, reg, model, config)),
+        )
+    except (lc.LimecraftError, lc.ModelError):
+        if app is not None and alive():  # it failed, and the page says so: not interrupted
+            _mark_running(app.id, None)
+        raise
+    if app is not None:
+        _mark_running(app.id, None)
     bar.empty()
     cancel_slot.empty()
     if live_slot is not None:

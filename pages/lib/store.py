@@ -3,7 +3,9 @@
 An analysis is saved under an unguessable id (``secrets.token_urlsafe(24)``: 192 random bits)
 with the account that made it; :meth:`Store.load` gives it back only to that account. The store
 evicts the oldest analyses beyond ``max_analyses`` and forgets those not saved for ``max_age_s``.
-Writes are atomic (a temporary file, then ``os.replace``). Settings come from the environment:
+Writes are atomic (a temporary file, then ``os.replace``). While an Explain runs, a small marker
+file beside the analysis says so (:meth:`Store.mark_running`), so that the page reloaded in the
+middle of it can say the run was interrupted. Settings come from the environment:
 
 =================================  ============================================  ==============
 ``LIMECRAFT_STORE_DIR``            folder of the saved analyses                  a private temp
@@ -23,7 +25,7 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +94,10 @@ class StoreConfig:
 
 
 class Store:
-    """Saved analyses, one JSON file each: ``{"owner", "saved_at", "analysis"}``.
+    """Saved analyses, one JSON file each: ``{"owner", "saved_at", "recent", "analysis"}``.
+
+    ``recent`` is the session's recent list as it was when the analysis was last saved, so
+    that a reload of the analysis' address (``?a=``) brings the list back on any page.
 
     Thread-safe within one process; several processes may share the folder (writes are atomic,
     and a file that vanishes under a reader is simply not found).
@@ -117,9 +122,10 @@ class Store:
             raise ValueError("not an analysis id")
         return self.folder / f"{aid}.json"
 
-    def save(self, aid: str, owner: str, analysis: str) -> bool:
-        """Save (or replace) analysis ``aid`` for ``owner``; False if it is over ``max_bytes``
-        or ``aid`` already belongs to another account."""
+    def save(self, aid: str, owner: str, analysis: str, recent: Sequence[Mapping] = ()) -> bool:
+        """Save (or replace) analysis ``aid`` for ``owner``, with the recent list beside it
+        (small JSON-able entries); False if it is over ``max_bytes`` or ``aid`` already
+        belongs to another account."""
         if len(analysis) > self.config.max_bytes:
             return False
         path = self._path(aid)
@@ -127,7 +133,8 @@ class Store:
         if head is not None and head != owner:
             return False
         now = self.clock()
-        body = json.dumps({"owner": owner, "saved_at": now}, separators=(",", ":"))
+        head_ = {"owner": owner, "saved_at": now, "recent": list(recent)}
+        body = json.dumps(head_, separators=(",", ":"))
         text = body[:-1] + ',"analysis":' + analysis + "}"
         with self._lock:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
@@ -155,6 +162,20 @@ class Store:
     def load(self, aid: str, owner: str) -> dict | None:
         """The analysis saved as ``aid`` (its JSON, parsed), or None: unknown, expired, or
         another account's."""
+        doc = self._doc(aid, owner)
+        return None if doc is None else doc.get("analysis")
+
+    def load_with_recent(self, aid: str, owner: str) -> tuple[dict, list] | None:
+        """The analysis saved as ``aid`` and the recent list saved with it (a list of what
+        :meth:`save` was given; empty for a file saved without one), or None as for
+        :meth:`load`."""
+        doc = self._doc(aid, owner)
+        if doc is None or doc.get("analysis") is None:
+            return None
+        recent = doc.get("recent")
+        return doc["analysis"], recent if isinstance(recent, list) else []
+
+    def _doc(self, aid: str, owner: str) -> dict | None:
         if not valid_id(aid):
             return None
         path = self._path(aid)
@@ -173,7 +194,7 @@ class Store:
             return None
         if not isinstance(doc, dict) or doc.get("owner") != owner:
             return None
-        return doc.get("analysis")
+        return doc
 
     def exists_for_other(self, aid: str, owner: str) -> bool:
         """Whether ``aid`` is saved but belongs to another account (for a plain message)."""
@@ -185,6 +206,39 @@ class Store:
     def delete(self, aid: str) -> None:
         if valid_id(aid):
             self._path(aid).unlink(missing_ok=True)
+            self._path(aid).with_suffix(".running").unlink(missing_ok=True)
+
+    def mark_running(self, aid: str, owner: str, what: str | None) -> None:
+        """Note that a run (``what``, e.g. "Explaining") of analysis ``aid`` has started, or,
+        with None, that it is over. A page reloaded while the marker is there finds it with
+        :meth:`take_running`."""
+        if not valid_id(aid):
+            return
+        path = self._path(aid).with_suffix(".running")
+        if what is None:
+            path.unlink(missing_ok=True)
+            return
+        with self._lock:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"owner": owner, "what": what}, f)
+            os.replace(tmp, path)
+
+    def take_running(self, aid: str, owner: str) -> str | None:
+        """The run that was under way when analysis ``aid`` was last seen (what
+        :meth:`mark_running` noted), or None; the marker is removed."""
+        if not valid_id(aid):
+            return None
+        path = self._path(aid).with_suffix(".running")
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or doc.get("owner") != owner:
+            return None  # another account's: left for its owner
+        path.unlink(missing_ok=True)
+        what = doc.get("what")
+        return what if isinstance(what, str) else None
 
     def ids(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.json") if valid_id(p.stem))
@@ -205,3 +259,6 @@ class Store:
         entries.sort()
         for _, p in entries[: max(0, len(entries) - self.config.max_analyses)]:
             p.unlink(missing_ok=True)
+        for p in self.folder.glob("*.running"):  # the marker of an analysis that is gone
+            if not p.with_suffix(".json").exists():
+                p.unlink(missing_ok=True)

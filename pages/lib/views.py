@@ -32,7 +32,10 @@ def explain_controls(s: Any) -> lc.ExplainConfig:
     rest under "Advanced". Returns the session's config when the values do not fit together
     (with the reason in the page)."""
     cur: lc.ExplainConfig = s.config
-    with st.expander("Settings", expanded=False):
+    # The closed box says when its settings are not the defaults (a new image keeps the
+    # settings of the one before); a fixed key keeps it open while its label changes.
+    label = "Settings · not the defaults" if cur.changed() else "Settings"
+    with st.expander(label, expanded=False, key="settings_box"):
         values = config_form.settings_form(cur, BASIC)
         c1, c2 = st.columns(2)
         mode = c1.radio(

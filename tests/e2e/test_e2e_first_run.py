@@ -11,9 +11,12 @@ from urllib.parse import urlsplit
 import numpy as np
 import onnx
 from conftest import start_app, stop_app
-from e2e_helpers import click, open_app, upload, uploader
+from e2e_helpers import click, open_app, shot, upload, uploader
 from onnx import TensorProto, helper, numpy_helper
 from playwright.sync_api import expect
+
+from models.gate import ENV as GATE_ENV
+from models.gate import GateFiles
 
 
 def tiny_onnx(path) -> None:
@@ -61,4 +64,27 @@ def test_a_fresh_servers_first_run_opens_the_page_its_address_names(page):
         expect(page.locator("h1").filter(has_text="Audit").first).to_be_visible()
         assert urlsplit(page.url).path.rstrip("/").endswith("/audit")
     finally:
+        stop_app(proc)
+
+
+def test_a_cold_server_shows_the_title_and_a_loading_line_at_once(page, tmp_path):
+    """Issue 48: the main area was blank for the first 6-10 s of a cold server. The model is
+    held at its gate from the start, so the page is seen while the model is not ready."""
+    gate = GateFiles(tmp_path / "gate")
+    gate.hold()  # the first forward call (the sidebar's top-5) waits
+    proc, url, _ = start_app({GATE_ENV: str(gate.folder)})
+    try:
+        page.goto(url)
+        main = page.locator("[data-testid='stMain']")
+        line = main.get_by_text("Loading the model…")
+        expect(line).to_be_visible()
+        expect(main.locator("h1").filter(has_text="LIMEcraft")).to_be_visible()
+        assert gate.held() or gate.passed() == 0  # the model has not answered yet
+        shot(page, "errors-5-cold-server")
+        gate.release()
+        expect(page.get_by_role("button", name="Explain", exact=True)).to_be_visible()
+        expect(line).to_have_count(0)
+        expect(main.locator("h1").filter(has_text="LIMEcraft")).to_have_count(1)
+    finally:
+        gate.release()
         stop_app(proc)

@@ -94,14 +94,19 @@ def test_the_explained_edited_image_is_the_preview(page, app_url):
     choose(page, "Sample gallery", "demo-conflict-2")
     add_tag(page)
     goto(page, "Inspect")
+    kind = page.get_by_role("radiogroup", name="Edit")
+    expect(kind.get_by_role("radio", name="no change")).to_be_checked()  # nothing pending
+    click(page, kind.get_by_text("colour", exact=True))
     expect(slider(page, "Hue (degrees)")).to_be_visible()
     set_slider(page, "Hue (degrees)", r"e_hue-\d+", 60)
     expect(page.get_by_text(re.compile(r"^Top class:.*now")).first).to_be_visible()
     shot(page, "a1-pending-hue-60")
     click(page, page.get_by_role("button", name="Apply edit"))
     expect(page.get_by_text("Applied edits")).to_be_visible()
-    # the pending controls start again from "no change"
-    expect(slider(page, "Hue (degrees)")).to_have_value("0")
+    # the pending edit is "no change" again (issue 48): nothing to apply twice
+    expect(kind.get_by_role("radio", name="no change")).to_be_checked()
+    expect(slider(page, "Hue (degrees)")).to_have_count(0)
+    expect(page.get_by_role("button", name="Apply edit")).to_be_disabled()
     click(page, page.get_by_role("button", name="Explain the edited image"), timeout=180_000)
     expect(page.get_by_text("the explained image").first).to_be_visible()
     shot(page, "a2-explained-edited")
@@ -117,7 +122,7 @@ def test_the_explained_edited_image_is_the_preview(page, app_url):
 
     # the explained image is the preview: the same pixels, and the tag at +60°, not +120°
     explained = picture(page, "the explained image")
-    preview = picture(page, "edited (region outlined)")
+    preview = picture(page, "edited (no edit pending)")
     sample = load_sample("demo-conflict-2")
     seg = A.segmentation_config(_with_tag(sample))
     labels = stages.prepare_regions(
@@ -241,7 +246,7 @@ def test_a_new_image_keeps_the_previous_analysis(page, app_url, tmp_path):
     shot(page, "c1-new-image-recent-list")
     recent = page.get_by_role("button", name=re.compile(r"demo-conflict-1 · 1 region"))
     expect(recent).to_be_visible()
-    # a reload (F5) keeps the list: its ids ride in the address (issue 29, item 3)
+    # a reload (F5) keeps the list: it is saved beside the analysis (issues 29 and 48, item 3)
     rerun(page, page.reload, new=[CANVAS], what="reload")
     expect(page.get_by_text("No handcrafted regions yet.")).to_be_visible()
     expect(recent).to_be_visible()
@@ -371,3 +376,67 @@ def test_signing_out_leaves_nothing_and_hides_the_pages(browser):
     finally:
         ctx.close()
         stop_app(proc)
+
+
+def test_the_paste_is_kept_after_a_reload_a_switch_and_a_restore(page, app_url, browser, tmp_path):
+    """Issue 48, item 2: the paste is part of the analysis, as Trust and Compare are: after F5,
+    after another image and back, and after export and restore, Inspect shows the same result
+    and the report holds it."""
+    open_app(page, app_url)
+    choose(page, "Sample gallery", "demo-conflict-1")
+    add_tag(page)
+    explain_now(page)  # the report needs an explanation
+    goto(page, "Inspect")
+    expect(page.get_by_role("combobox", name="Region")).to_have_value(re.compile(r"^\d+ tag"))
+    click(page, page.get_by_role("button", name="Paste into 4 images"))
+    summary = page.get_by_text(re.compile(r"^Pasted into 4 images, the region"))
+    expect(summary).to_be_visible()
+    rows = page.locator("li").filter(has_text=re.compile(r"→ .*; top class "))
+    expect(rows).to_have_count(4)
+    shown = (summary.inner_text(), rows.all_inner_texts())
+
+    def same_paste(p) -> None:
+        s = p.get_by_text(re.compile(r"^Pasted into 4 images, the region"))
+        expect(s).to_have_text(shown[0])
+        r = p.locator("li").filter(has_text=re.compile(r"→ .*; top class "))
+        expect(r).to_have_count(4)
+        assert r.all_inner_texts() == shown[1]
+        expect(p.get_by_text("with the region", exact=False)).to_have_count(4)
+
+    shot(page, "e1-pasted")
+    # F5: the same result, and the report exported after it holds the paste
+    rerun(page, page.reload, what="reload")
+    same_paste(page)
+    goto(page, "Export")
+    with page.expect_download() as dl:
+        click(page, page.get_by_role("button", name="Report (HTML)"))
+    with open(dl.value.path(), encoding="utf-8") as f:
+        assert '<section id="transplant">' in f.read()
+    # another image, then back to this one: the same result
+    choose(page, "Sample gallery", "chelsea")
+    goto(page, "Inspect")
+    expect(page.get_by_text(re.compile(r"^Pasted into"))).to_have_count(0)
+    choose(page, "Sample gallery", "demo-conflict-1")
+    same_paste(page)
+    shot(page, "e2-back")
+    # export, then restore in a fresh browser: the same result
+    goto(page, "Export")
+    with page.expect_download() as dl:
+        click(page, page.get_by_role("button", name="Analysis (JSON)"))
+    path = str(tmp_path / "pasted.json")
+    dl.value.save_as(path)
+    fresh = browser.new_context(viewport={"width": 1400, "height": HEIGHT})
+    other = track(fresh.new_page())
+    open_app(other, page.url.split("/export")[0].split("?")[0])
+    goto(other, "Export")
+    upload(
+        other,
+        other.locator("input[type=file][accept*='json']"),
+        path,
+        what="restoring the analysis",
+    )
+    expect(other.get_by_role("button", name=re.compile(r"^Analysis \(JSON\)"))).to_be_visible()
+    goto(other, "Inspect")
+    same_paste(other)
+    shot(other, "e3-restored")
+    fresh.close()

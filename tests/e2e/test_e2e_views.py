@@ -476,9 +476,12 @@ def test_feedback_lands_where_the_user_acted(page, app_url, tmp_path):
     expect(slider).to_have_value("5")
     click(page, page.get_by_role("button", name="Apply edit"))
     expect(page.get_by_text("Applied edits")).to_be_visible()
+    # the pending edit is "no change" again (issue 48); move starts again from 0
+    expect(slider).to_have_count(0)
+    expect(page.get_by_role("button", name="Apply edit")).to_be_disabled()
+    click(page, page.get_by_text("move", exact=True))
     expect(slider).to_have_value("0")
     click(page, page.get_by_role("button", name="Undo"))
-    expect(slider).to_have_value("0")
     expect(page.get_by_text("Applied edits")).to_have_count(0)
 
 

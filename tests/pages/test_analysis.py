@@ -445,44 +445,136 @@ def _upload(at, name: str, seed: int) -> None:
     assert not at.exception, at.exception
 
 
-def test_recent_analyses_come_back_after_a_reload_and_a_burst_of_uploads_keeps_the_work():
-    """Issue 29, item 3: the crafted analysis survives five quick uploads (the untouched
-    uploads make way for it), and after F5 the list is the same: its ids ride in the address."""
+def _recent(at) -> list:
+    return at.session_state["limecraft_session"].recent
+
+
+def test_the_recent_list_comes_back_after_a_page_change_and_a_reload_and_keeps_the_work(
+    tmp_path,
+):
+    """Issue 48, item 3: the list is saved beside the current analysis (the address keeps only
+    ``a=``, which every page keeps), so a reload after a page change brings it back; a burst
+    of uploads moves untouched entries under "More" before the crafted one, and an entry
+    under More opens from the store."""
+    from pages.lib.state import Store, StoreConfig
+
     at = run_app()
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
     worked = at.session_state["limecraft_session"].app.id
-    for i in range(6):
+    for i in range(7):
         _upload(at, f"quick-{i}.png", seed=i)
-    listed = [r.id for r in at.session_state["limecraft_session"].recent]
-    assert len(listed) == 5 and worked in listed  # the oldest untouched upload went instead
-    names = [b.label.split(" · ")[0] for b in at.sidebar.button if "·" in b.label]
-    assert "quick-0.png" not in names and "quick-4.png" in names
-    query = {k: at.query_params[k] for k in ("a", "r")}
-    query = {k: v[0] if isinstance(v, list) else v for k, v in query.items()}
-    assert query["r"].split(",") == listed
+    ids = [r.id for r in _recent(at)]
+    assert len(ids) == 7 and worked in ids  # six uploads and the crafted one: none forgotten
+    shown = [b.label for b in at.sidebar.expander[-1].button]
+    top = [b.label for b in at.sidebar.button if "·" in b.label and b.label not in shown]
+    # the crafted analysis is shown as a button; the two oldest untouched uploads are under More
+    assert top[-1] == f"{sample_names()[0]} · 1 region" and len(top) == 5
+    assert shown == ["quick-1.png · no changes", "quick-0.png · no changes"]
+    assert at.sidebar.expander[-1].label == "More (2)"
+    at.switch_page(INSPECT).run()  # a page change: Streamlit's navigation drops other params
+    assert "r" not in at.query_params
 
-    again = run_app(query)  # a new session on the same address: what a reload is
-    assert [r.id for r in again.session_state["limecraft_session"].recent] == listed
+    again = run_app({"a": at.query_params["a"]})  # a new session on the address: a reload
+    assert [r.id for r in _recent(again)] == ids
+    next(b for b in again.sidebar.button if b.label.startswith("quick-0.png")).click().run()
+    s = again.session_state["limecraft_session"].app
+    assert s.image_name == "quick-0.png" and s.id in ids
     back = next(b for b in again.sidebar.button if b.label.startswith(sample_names()[0]))
     back.click().run()
     s = again.session_state["limecraft_session"].app
     assert s.id == worked and [h.name for h in s.hand] == ["tag"]
-    # an id in the address that this account cannot open is left out, without a word
-    other = run_app({"a": query["a"], "r": "x" * 32 + "," + worked})
-    assert [r.id for r in other.session_state["limecraft_session"].recent] == [worked]
+
+    # an entry whose analysis left the store (expired) says so when picked, and leaves the list
+    gone = next(r for r in _recent(again) if r.summary.startswith("quick-3.png"))
+    Store(StoreConfig.from_env()).delete(gone.id)
+    again.session_state["limecraft_session"].recent = [
+        r if r.id != gone.id else type(r).from_dict(r.to_dict()) for r in _recent(again)
+    ]  # as after a reload: not held in memory
+    next(b for b in again.sidebar.button if b.label.startswith("quick-3.png")).click().run()
+    assert gone.id not in [r.id for r in _recent(again)]
+    said = [e.value for e in again.error if "is no longer saved here" in e.value]
+    assert said and "quick" in said[0] and "it left the list of recent analyses" in said[0]
 
 
-def test_the_recent_list_drops_untouched_entries_before_work():
-    from pages.lib.state import kept
+def _entry(name: str, work: int):
+    from pages.lib.state import Recent
 
-    img = np.zeros((8, 8, 3), np.uint8)
-    entries = [A.new(img, f"n{i}") for i in range(7)]  # newest first
-    for i in (0, 5, 6):  # work in the newest and the two oldest
-        entries[i].hand = [object()]
-    out = kept(entries, most=5)
-    assert [a.image_name for a in out] == ["n0", "n1", "n2", "n5", "n6"]
-    assert kept(entries[5:] + entries[:1], most=2) == entries[5:]  # all work: the oldest goes
+    return Recent(name, name, work, name, "k", "m")
+
+
+def test_the_recent_list_is_cut_by_work_then_age_and_keeps_the_newest():
+    from pages.lib.state import kept, shown
+
+    # newest first: three explained uploads, a crafted analysis, two more explained uploads
+    rec = [_entry("u5", 1), _entry("u4", 1), _entry("u3", 1), _entry("crafted", 5)]
+    rec += [_entry("u2", 1), _entry("u1", 1), _entry("idle", 0)]
+    top, more = shown(rec, most=3)
+    assert [r.id for r in top] == ["u5", "u4", "crafted"]  # more work outranks newer results
+    assert [r.id for r in more] == ["u3", "u2", "u1", "idle"]  # the rest, newest first
+    assert [r.id for r in kept(rec, most=5)] == ["u5", "u4", "u3", "crafted", "u2"]
+    # the newest entry (the one just left) is always shown, even with the least work
+    assert [r.id for r in shown([_entry("new", 0), *rec[:3]], most=2)[0]] == ["new", "u5"]
+    assert kept(rec, most=7) == rec and shown(rec, most=0)[0] == rec[:1]
+
+
+def test_work_counts_each_kind_of_work_and_the_summary_names_it(quadrants):
+    a = A.new(quadrants, "q")
+    assert A.work(a) == 0 and not A.has_work(a) and A.summary(a) == "q · no changes"
+    A.add_region(a, np.eye(32, dtype=bool), "diagonal")
+    ex = _explained(quadrants, lc.regions_from_labels(np.arange(32 * 32).reshape(32, 32) // 256))
+    a.explanation, a.trust_explanation, a.explanation_auto = ex, ex, ex
+    assert A.work(a) == 4  # regions, results, Trust, Compare
+    assert A.summary(a) == "q · 1 region, results, Trust, Compare"
+    results_only = A.new(quadrants, "r")
+    results_only.explanation = ex
+    assert A.work(results_only) == 1 < A.work(a)
+    # a kept paste is one more kind of work (issue 48, item 2)
+    result = lc.Insertion(
+        1, np.zeros(1), np.ones(1), np.zeros(1, int), np.ones(1, int), np.zeros(1, bool)
+    )
+    A.set_paste(a, A.Paste("0 diagonal", np.eye(32, dtype=bool), ("x",), result, (quadrants,)))
+    assert A.work(a) == 5 and A.summary(a) == "q · 1 region, results, Trust, Compare, paste"
+
+
+def test_a_recent_entry_read_back_from_the_store_is_checked():
+    from pages.lib.state import Recent
+
+    r = _entry("x" * 32, 2)
+    assert Recent.from_dict(r.to_dict()) == r
+    bad = [None, [], {**r.to_dict(), "work": "2"}, {**r.to_dict(), "work": True}]
+    bad += [{**r.to_dict(), "id": 3}, {k: v for k, v in r.to_dict().items() if k != "summary"}]
+    assert [Recent.from_dict(d) for d in bad] == [None] * len(bad)
+
+
+@pytest.mark.slow
+def test_a_new_image_keeps_the_settings_and_says_so_beside_explain():
+    """Issue 48, item 5: the settings go with the analyst to the next image, and the page says
+    so (beside Explain and on the closed Settings box), with one click back to the defaults."""
+    from pages.lib.display import md
+
+    at = run_app()
+    at.switch_page(EXPLAIN).run()
+    assert not [c for c in at.caption if "Settings" in c.value]
+    assert at.expander[0].label == "Settings"
+    setting(at, "samples").set_value(3000)
+    at.checkbox(key="set_early_stop_on").uncheck().run()
+    assert any(
+        c.value.endswith("Settings not the defaults: Samples 3000, Early stop off.]")
+        for c in at.caption
+    )
+    first = at.session_state["limecraft_session"].app.image_name
+    widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
+    s = at.session_state["limecraft_session"].app
+    assert s.image_name == "chelsea" and s.config.sampling.samples == 3000
+    said = f"Settings carried over from {md(first)}: Samples 3000, Early stop off."
+    assert any(said in c.value for c in at.caption)
+    assert at.expander[0].label == "Settings · not the defaults"
+    button(at, "Back to the defaults").click().run()
+    s = at.session_state["limecraft_session"].app
+    assert s.config == A.APP_CONFIG and at.expander[0].label == "Settings"
+    assert setting(at, "samples").value == A.APP_CONFIG.sampling.samples
+    assert not [c for c in at.caption if "Settings" in c.value]
 
 
 @pytest.mark.slow
@@ -515,13 +607,19 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
     at.switch_page(INSPECT).run()
+    assert at.radio(key="edit_kind").value == "no change" and button(at, "Apply edit").disabled
+    at.radio(key="edit_kind").set_value("colour").run()
     at.slider(key="e_hue-0").set_value(60).run()
     assert any("now" in m.value for m in at.markdown if m.value.startswith("Top class:"))
     button(at, "Apply edit").click().run()
     s = at.session_state["limecraft_session"].app
     assert [e.describe() for e in s.edits] == ["recolour region 0 (hue +60°)"]
+    # the pending edit is "no change" again: nothing to apply twice
+    assert at.radio(key="edit_kind").value == "no change" and button(at, "Apply edit").disabled
+    at.radio(key="edit_kind").set_value("colour").run()
     hue = next(sl for sl in at.slider if sl.label == "Hue (degrees)")
     assert hue.value == 0 and hue.key != "e_hue-0"  # the pending controls start from no change
+    at.radio(key="edit_kind").set_value("no change").run()
     assert any("tag" in m.value for m in at.markdown if "Applied edits" in m.value)
     button(at, "Explain the edited image").click().run()
     assert not at.exception, at.exception
@@ -542,6 +640,62 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     widget(at.selectbox, "Sample gallery").set_value("chelsea").run()
     at.run()
     assert not any("differs from the preview" in i.value for i in at.info)
+
+
+#: One change per edit kind, from the Inspect page's controls (widget key prefix, value).
+EDIT_CHANGES = {
+    "colour": ("e_hue", 60),
+    "move": ("e_dx", -6),
+    "rotate": ("e_angle", 30),
+    "scale": ("e_factor", 1.5),
+    "blur": ("e_sigma", 6.0),
+    "remove": ("e_fill", "mean"),  # again: black (the mean of a mean-filled region is itself)
+    "watermark": ("e_wm_opacity", 0.8),
+}
+
+
+KINDS_BY_LABEL = {"colour": "color"} | {k: k for k in EDIT_CHANGES if k != "colour"}
+
+
+@pytest.mark.parametrize("kind", list(EDIT_CHANGES))
+def test_apply_then_apply_again_edits_once_per_press(kind):
+    """Issue 48: after Apply the pending edit is "no change", for every kind (a remove or a
+    watermark edit has no slider to reset: it came back as a second, pending edit). The preview,
+    the prediction and the re-explanation are those of the applied edits only; Apply again
+    (the kind chosen again) applies a second one."""
+    at = run_app({})
+    widget(at.selectbox, "Sample gallery").set_value("demo-conflict-2").run()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.switch_page(INSPECT).run()
+    prefix, value = EDIT_CHANGES[kind]
+
+    def change(value=value) -> None:
+        at.radio(key="edit_kind").set_value(kind).run()
+        controls = [*at.slider, *at.selectbox, *at.number_input]
+        control = next(w for w in controls if str(w.key).startswith(prefix + "-"))
+        control.set_value(value).run()
+        button(at, "Apply edit").click().run()
+        assert not at.exception, at.exception
+
+    change()
+    s = at.session_state["limecraft_session"].app
+    assert [e.kind for e in s.edits] == [KINDS_BY_LABEL[kind]]
+    assert at.radio(key="edit_kind").value == "no change" and button(at, "Apply edit").disabled
+    button(at, "Explain the edited image").click().run()
+    assert not at.exception, at.exception
+    labels = lc.prepare_regions(
+        lc._validate.as_float_image(s.image),
+        A.segmentation_config(s),
+        regions_mask=[h.mask for h in s.hand],
+        names=[h.name for h in s.hand],
+    )[0].labels
+    once = apply_edits(s.image, labels, s.edits).image
+    assert np.array_equal(s.edited_image, once)  # explained: the applied edit, once
+    assert not any("differs from the preview" in i.value for i in at.info)
+    change("black" if kind == "remove" else value)
+    assert [e.kind for e in s.edits] == [KINDS_BY_LABEL[kind]] * 2
+    assert len(A.edit_names(s, ("tag",))) == 2
 
 
 def test_each_image_is_encoded_once_however_often_the_analysis_is_saved(monkeypatch):

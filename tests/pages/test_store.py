@@ -122,3 +122,38 @@ def test_a_folder_others_can_write_to_is_refused(tmp_path):
     shared.chmod(0o777)
     with pytest.raises(LimecraftError, match="others cannot write"):
         Store(StoreConfig(folder=str(shared)))
+
+
+def test_the_recent_list_is_saved_beside_the_analysis_for_the_owner_only(tmp_path):
+    s = make(tmp_path)
+    aid, rec = new_id(), [{"id": new_id(), "summary": "cat · results", "work": 1}]
+    assert s.save(aid, "ada", doc(1), rec)
+    assert s.load_with_recent(aid, "ada") == (json.loads(doc(1)), rec)
+    assert s.load(aid, "ada") == json.loads(doc(1))  # the analysis alone, as before
+    assert s.load_with_recent(aid, "bob") is None
+    other = new_id()
+    assert s.save(other, "ada", doc(2))  # saved without a list: an empty one
+    assert s.load_with_recent(other, "ada") == (json.loads(doc(2)), [])
+
+
+def test_a_running_mark_is_found_once_by_its_owner_and_goes_with_its_analysis(tmp_path):
+    s = make(tmp_path)
+    aid = new_id()
+    s.save(aid, "local", doc())
+    s.mark_running(aid, "local", "Explaining")
+    assert s.take_running(aid, "oidc:eve@example.org") is None  # another account's
+    assert s.take_running(aid, "local") == "Explaining"
+    assert s.take_running(aid, "local") is None  # taken
+    s.mark_running(aid, "local", "Explaining")
+    s.mark_running(aid, "local", None)  # the run ended
+    assert s.take_running(aid, "local") is None
+    s.mark_running("../../x", "local", "Explaining")  # not an id: nothing written
+    assert s.take_running("../../x", "local") is None
+    s.mark_running(aid, "local", "Explaining")
+    s.delete(aid)
+    assert not list(s.folder.glob("*.running"))
+    # the mark of an analysis evicted meanwhile goes at the next save
+    gone = new_id()
+    s.mark_running(gone, "local", "Checking")
+    s.save(new_id(), "local", doc())
+    assert not list(s.folder.glob("*.running"))

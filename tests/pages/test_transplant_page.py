@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 import limecraft_core as lc
 from models import registry
 from models.samples import PAGE_WATERMARK, load_sample
+from pages.lib import analysis as A
 from pages.lib.transplant_view import clean_photos
 
 pytestmark = pytest.mark.slow
@@ -49,7 +50,7 @@ def test_pasting_the_watermark_into_four_photos_shows_the_engines_numbers(marked
     assert at.selectbox(key="edit_region").value == 0  # the named region first: the watermark
     chosen = at.multiselect(key="edit_tp_gallery").value
     assert len(chosen) == 4
-    assert at.selectbox(key="edit_tp_class").value == 478  # carton, the top class
+    assert at.selectbox(key="edit_follow").value == 478  # carton, the top class
     next(b for b in at.button if b.label == "Paste into 4 images").click().run()
     assert not at.exception, at.exception
     lines = next(m.value for m in at.markdown if m.value.startswith("- ")).splitlines()
@@ -68,13 +69,47 @@ def test_pasting_the_watermark_into_four_photos_shows_the_engines_numbers(marked
         source, mask, [load_sample(n).image for n in chosen], predict, 478
     )
     for line, name, b, a in zip(lines, chosen, result.before, result.after, strict=True):
-        m = re.match(rf"- {re.escape(name)}: carton ([\d.]+) → ([\d.]+) \(([+-][\d.]+)\)", line)
+        m = re.match(
+            rf"- {re.escape(name)}: carton ([\d.]+) → ([\d.]+) \(([+-][\d.]+); a same-size "
+            r"patch ([+-][\d.]+)\)",
+            line,
+        )
         assert m, line
         assert float(m[1]) == pytest.approx(b, abs=6e-4) and float(m[2]) == pytest.approx(
             a, abs=6e-4
         )
     summary = next(m.value for m in at.markdown if m.value.startswith("**Pasted into 4 images"))
     assert f"turned {result.flips} of" in summary
+    # the conclusion follows the numbers (issue 48: it claimed a cause for +0.003 and no flip)
+    conclusion = {
+        "causes": "It causes carton in these images",
+        "weak": "A weak, selective effect",
+        "none": "It did not raise carton in these images",
+    }[result.finding]
+    assert any(m.value.startswith(conclusion) for m in at.markdown), conclusion
+    assert not any("shows that it causes" in m.value for m in at.markdown)
+
+
+def test_the_paste_is_kept_with_the_analysis(marked):
+    """Issue 48: the paste is part of the analysis: another image and back, and the file's
+    round trip, bring it back with its region, class and numbers."""
+    at = marked
+    next(b for b in at.button if b.label == "Paste into 4 images").click().run()
+    a = at.session_state["limecraft_session"].app
+    assert a.paste is not None and a.paste.result.target_class == 478
+    lines = next(m.value for m in at.markdown if m.value.startswith("- "))
+    at.sidebar.selectbox[0].set_value("coffee").run()
+    assert not any(m.value.startswith("**Pasted into") for m in at.markdown)
+    at.sidebar.selectbox[0].set_value(PAGE_WATERMARK).run()
+    assert at.session_state["limecraft_session"].app.paste is a.paste
+    assert next(m.value for m in at.markdown if m.value.startswith("- ")) == lines
+    back = A.from_json(A.to_json(a)).paste
+    assert back.names == a.paste.names and back.region == a.paste.region
+    assert np.array_equal(back.mask, a.paste.mask)
+    for f in ("before", "after", "top_before", "top_after", "clipped", "null_after"):
+        assert np.array_equal(getattr(back.result, f), getattr(a.paste.result, f)), f
+    assert all(np.array_equal(x, y) for x, y in zip(back.pictures, a.paste.pictures, strict=True))
+    assert max(back.pictures[0].shape[:2]) <= A.PASTE_PICTURE_PX
 
 
 def test_a_bad_upload_is_a_sentence_and_the_rest_still_pastes(marked):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import limecraft_core as lc
+from limecraft_core.edits.transplant import CAUSE_MARGIN, null_source
 
 
 def image(h, w, value):
@@ -74,3 +75,60 @@ def test_the_insertion_test_counts_gains_and_flips():
         lc.insertion_test(src, mask, [], red_share, 1)
     with pytest.raises(lc.LimecraftError, match="not one of the model's 2 classes"):
         lc.insertion_test(src, mask, targets[:1], red_share, 5)
+
+
+def gray_with_red_square(h: int = 60, w: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    src = np.full((h, w, 3), 120, np.uint8)
+    mask = np.zeros((h, w), bool)
+    mask[10:40, 5:55] = True
+    src[mask] = (255, 0, 0)
+    return src, mask
+
+
+def test_the_null_patch_has_the_regions_shape_area_and_place_not_its_content():
+    src, mask = gray_with_red_square()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        null = null_source(src, mask, rng)
+        assert null.shape == src.shape and sorted(null.reshape(-1, 3).tolist()) == sorted(
+            src.reshape(-1, 3).tolist()
+        )  # a shift of the same pixels
+        assert not (null[mask] == (255, 0, 0)).all(axis=1).any()  # clear of the red square
+    assert np.array_equal(src, gray_with_red_square()[0])  # the source is not changed
+
+
+def test_the_insertion_verdict_follows_the_margin_over_the_null():
+    """A red square that drives 'red': it beats a same-size gray patch (causes); a region no
+    different from the rest of its image: the null rises as much (none); a small rise over the
+    null that turns nothing: weak."""
+    targets = [np.full((60, 60, 3), v, np.uint8) for v in (30, 90, 150)]
+    src, mask = gray_with_red_square()
+    result, _ = lc.insertion_test(src, mask, targets, red_share, 1)
+    assert result.null_draws == 3 and result.null_after is not None
+    np.testing.assert_allclose(result.null_after, 0)  # gray patches are never red
+    assert result.finding == "causes"
+    assert "(a same-size patch of the same image at the same place: +0.000)" in result.sentence(
+        "red"
+    )
+    assert result.conclusion("red").startswith("It causes red in these images")
+
+    all_red = np.zeros((60, 60, 3), np.uint8)
+    all_red[..., 0] = 255
+    same, _ = lc.insertion_test(all_red, mask, targets, red_share, 1)
+    np.testing.assert_allclose(same.margin, 0)  # the patch is as red as the region
+    assert same.finding == "none"
+    assert same.conclusion("red").startswith("It did not raise red in these images")
+
+    def faint(img: np.ndarray) -> np.ndarray:  # 'red' rises by a tenth of the red share
+        p = 0.1 * float((img[..., 0] > 200).mean())
+        return np.array([1 - p, p])
+
+    weak, _ = lc.insertion_test(src, mask, targets, faint, 1)
+    assert weak.flips == 0 and 0 < weak.margin.mean() < CAUSE_MARGIN
+    assert weak.finding == "weak"
+    assert weak.conclusion("red").startswith("A weak, selective effect")
+
+    # no null: the rise is compared with nothing, and the sentence says no patch
+    plain, _ = lc.insertion_test(src, mask, targets, red_share, 1, null_draws=0)
+    assert plain.null_after is None and "patch" not in plain.sentence("red")
+    assert plain.finding == "causes" and "than nothing" in plain.conclusion("red")
