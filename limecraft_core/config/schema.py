@@ -117,9 +117,10 @@ class ExplainConfig:
                 flat[name] = tuple(v) if isinstance(v, list) else v
         return cls.from_flat(flat)
 
-    def changed(self) -> dict[str, Any]:
-        """The settings that differ from the defaults, by flat name (JSON values)."""
-        default = ExplainConfig().to_dict()
+    def changed(self, defaults: ExplainConfig | None = None) -> dict[str, Any]:
+        """The settings that differ from ``defaults`` (default: the engine's), by flat name
+        (JSON values)."""
+        default = (defaults or ExplainConfig()).to_dict()
         mine = self.to_dict()
         return {name: v for g in GROUPS for name, v in mine[g].items() if default[g][name] != v}
 

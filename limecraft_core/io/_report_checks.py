@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from .. import render
+from ..config import ExplainConfig
 from ..result import Explanation
-from ..trust import Stability, fidelity
+from ..trust import Stability, fidelity, split_verdict
 from ._report_figures import _region_name
 
 #: Regions in the report's short table; the full table is folded below it.
@@ -36,6 +37,7 @@ class _Check:
     result: str
     verdict: str
     tone: str  # good, warn, bad or info
+    detail: str = ""  # a second line under the result (the stability verdict's detail)
 
 
 @dataclass(frozen=True)
@@ -145,39 +147,38 @@ def _checks(ex: Explanation) -> list[_Check]:
 
 
 def _stability_check(s: Stability) -> _Check:
-    """The stability verdict, with the numbers it rests on."""
-    return _Check(
-        f"Stability over {s.runs}",
-        (f"{s.reason[0].upper()}{s.reason[1:]}. " if s.reason else "")
-        + (
-            f"The conclusion ({', '.join(f'region {i}' for i in s.conclusion)}) holds in "
-            f"{s.conclusion_agreement:.0%} of the runs"
-            + (
-                ""
-                if s.conclusion_lead is None
-                else f" and leads the next region by {s.conclusion_lead:.1f} sd over them"
-            )
-            + "; the detail is "
-            f"{'settled' if s.detail_settled else 'not settled'}. "
-            if s.conclusion and s.conclusion_agreement is not None
-            else ""
+    """The stability verdict, with the numbers it rests on: the conclusion on the first line,
+    the detail (the other regions that matter, and the field's figures) on the second."""
+    conclusion, detail = split_verdict(s.reason) if s.reason else ("", "")
+    first = f"{conclusion[0].upper()}{conclusion[1:]}. " if conclusion else ""
+    if s.conclusion and s.conclusion_agreement is not None:
+        lead = (
+            ""
+            if s.conclusion_lead is None
+            else f" and leads the next region by {s.conclusion_lead:.1f} sd over them"
         )
-        + (
+        first += (
+            f"The conclusion ({', '.join(f'region {i}' for i in s.conclusion)}) holds in "
+            f"{s.conclusion_agreement:.0%} of the runs{lead}."
+        )
+    second = f"The detail: {detail}. " if detail else ""
+    if s.conclusion and s.conclusion_agreement is not None:
+        second = second or f"The detail is {'settled' if s.detail_settled else 'not settled'}. "
+    if s.reason:
+        second += (
             f"{len(s.matter)} regions matter: Kendall's W over them "
             f"{s.matter_kendall_w:.2f}, top-k overlap {s.matter_topk:.2f}, sign flips "
             f"{s.matter_sign_flips:.0%}; "
-            if s.reason
-            else ""
         )
-        + f"Kendall's W over the top-10 {s.kendall_w:.3f}, top-5 overlap "
-        f"{s.jaccard_top5:.2f}"
-        + (
-            f"; {len(s.inconsistent_sign)} regions change sign (sign entropy > 0)"
-            if s.inconsistent_sign
-            else ""
-        ),
+    second += f"Kendall's W over the top-10 {s.kendall_w:.3f}, top-5 overlap {s.jaccard_top5:.2f}"
+    if s.inconsistent_sign:
+        second += f"; {len(s.inconsistent_sign)} regions change sign (sign entropy > 0)"
+    return _Check(
+        f"Stability over {s.runs}",
+        first.strip() or second,
         s.verdict,
         {"stable": "good", "borderline": "warn"}.get(s.verdict, "bad"),
+        detail=second if first.strip() else "",
     )
 
 
@@ -278,12 +279,14 @@ def _value(v: Any) -> str:
     return str(v)
 
 
-def _settings(ex: Explanation) -> list[_Setting]:
-    """Every setting in schema order, marked where it differs from the default."""
-    changed = ex.config.changed()
+def _settings(ex: Explanation, defaults: ExplainConfig | None = None) -> list[_Setting]:
+    """Every setting in schema order, with its default (``defaults``'s, else the engine's),
+    marked where it differs from that default."""
+    base = defaults or ExplainConfig()
+    changed = ex.config.changed(base)
     return [
-        _Setting(s.group, s.name, _value(v), _value(s.default), s.help, s.name in changed)
-        for s, v in ex.config.items()
+        _Setting(s.group, s.name, _value(v), _value(d), s.help, s.name in changed)
+        for (s, v), (_, d) in zip(ex.config.items(), base.items(), strict=True)
     ]
 
 

@@ -22,6 +22,7 @@ import jinja2
 import numpy as np
 
 from .._validate import LimecraftError
+from ..config import ExplainConfig
 from ..result import Explanation
 from ..trust import field_metric_rows
 from ._report_checks import (
@@ -36,6 +37,9 @@ from ._report_checks import (
 )
 from ._report_figures import MIN_SIDE_PX, _figures, _given_figures, _Picture, _picture
 from ._report_inspection import ReportPasted, ReportTransplant, _comparison, _transplant
+
+#: Rows of the explanation's own checks that the Trust page's table leaves out.
+_EXPLANATION_ONLY = ("Surrogate fit", "Early stop")
 
 __all__ = [
     "MIN_SIDE_PX",
@@ -166,6 +170,7 @@ def html_report(
     trust: Explanation | None = None,
     comparison: Explanation | None = None,
     transplant: ReportTransplant | None = None,
+    defaults: ExplainConfig | None = None,
 ) -> str:
     """The HTML text of a self-contained report of an explanation (it fetches nothing when
     opened), readable on screen and printable on A4.
@@ -190,6 +195,8 @@ def html_report(
     comparison : Explanation, optional; the same settings over automatic superpixels only,
         shown beside the explanation when it is for the same class
     transplant : ReportTransplant, optional; a region pasted into other images
+    defaults : ExplainConfig, optional; what the settings are compared with (default: the
+        engine's); a front end with defaults of its own (the app's SLIC) passes them
 
     Raises
     ------
@@ -201,8 +208,7 @@ def html_report(
     image = _explained_image(image, ex)
     trust_checks, trust_run, metrics = _trust_page(ex, trust)
     regions = _regions(ex)
-    settings = _settings(ex)
-    when = (generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    settings = _settings(ex, defaults)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -210,7 +216,7 @@ def html_report(
             ex=ex,
             source=source or "image",
             size=f"{image.shape[1]}×{image.shape[0]} px",
-            generated=when,
+            generated=(generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
             summary=_summary(ex),
             notes=list(notes),
             figures=_given_figures(pictures) if pictures else _figures(image, ex),
@@ -264,7 +270,9 @@ def _trust_page(ex: Explanation, trust: Explanation | None) -> tuple[list, str, 
     run = f"{trust.run.samples_used} samples × {trust.config.trust.repeats} repeats" + (
         f", {took:.1f} s" if took is not None else ""
     )
-    return _checks(trust), run, metrics or field_metric_rows(trust.trust)
+    # the fit and early stop are the explanation's, in the table above: not repeated here
+    checks = [c for c in _checks(trust) if c.name not in _EXPLANATION_ONLY]
+    return checks, run, metrics or field_metric_rows(trust.trust)
 
 
 def regions_csv(explanation: Explanation, cls: int | None = None) -> str:

@@ -144,7 +144,7 @@ from .stability import (
     stream_stability,
     verdict,
 )
-from .wording import name_regions
+from .wording import name_regions, split_verdict
 
 __all__ = [
     "CONCLUSION_LEAD",
@@ -217,6 +217,7 @@ __all__ = [
     "sign_entropy",
     "sign_flips",
     "sparseness",
+    "split_verdict",
     "stability",
     "stream_stability",
     "verdict",

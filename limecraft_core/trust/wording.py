@@ -1,5 +1,6 @@
 """The stability verdict in one sentence that names both its parts: the conclusion, then the
-detail (the order of the other regions that matter)."""
+detail (the order of the other regions that matter); :func:`split_verdict` parts them for
+showing on two lines."""
 
 from __future__ import annotations
 
@@ -44,6 +45,31 @@ def name_regions(sentence: str, label: Callable[[int], str]) -> str:
         return said[0] if len(said) == 1 else ", ".join(said[:-1]) + f" and {said[-1]}"
 
     return _IDS.sub(one, sentence)
+
+
+# Where the detail starts: the order of the other regions that matter, then the regions that do
+# not (the phrases explain_verdict writes after "; ").
+_DETAIL = re.compile(
+    r"; (?=the order of the |their order is |\d+ others? (?:is|are) indistinguishable from zero)"
+)
+
+
+def split_verdict(reason: str) -> tuple[str, str]:
+    """A verdict's sentence (:func:`explain_verdict`) parted into its conclusion and its detail,
+    e.g. ("stable: the conclusion holds: region 0 is first in all 40 resamples", "the order of
+    the 9 other regions that matter is not settled (...); 13 others are indistinguishable from
+    zero"); the detail is "" when the sentence has none.
+
+    Parameters
+    ----------
+    reason : str, a verdict's sentence (also one saved by an earlier version)
+
+    Returns
+    -------
+    conclusion, detail : str, str
+    """
+    parts = _DETAIL.split(reason, maxsplit=1)
+    return (parts[0], parts[1]) if len(parts) == 2 else (reason, "")
 
 
 def _why_detail(m: int, w: float, jaccard: float, flipped: Sequence[int]) -> list[str]:

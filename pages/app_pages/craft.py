@@ -181,7 +181,7 @@ def upload_masks(s: state.AppState) -> None:
         what = f"The {n} regions of" if n > 1 else "The region of"
         st.caption(
             f":material/check: {what} '{display.md(up.name)}' {'are' if n > 1 else 'is'} in "
-            "the list below. Upload another mask to add more."
+            "the list above. Upload another mask to add more."
         )
         return
     if st.button("Add the mask's regions", key="add_mask"):

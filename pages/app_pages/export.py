@@ -168,6 +168,7 @@ else:
         trust=trust,
         comparison=auto,
         transplant=transplant,
+        defaults=A.default_config(s),  # the app's, not the engine's (SLIC, not quickshift)
     )
     c3.download_button(
         "Report (HTML)",

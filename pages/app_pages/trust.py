@@ -62,9 +62,14 @@ def trust_controls(s) -> lc.ExplainConfig:
 def _stability(s: state.AppState, ex: lc.Explanation) -> None:
     stb = ex.trust.stability
     st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.runs}")
-    if stb.reason:
-        reason = display.named_reason(stb.reason, ex.region_names)
-        st.markdown(display.md(reason[0].upper() + reason[1:]) + ".")
+    if stb.reason:  # the conclusion, then the detail on a line of its own
+        conclusion, detail = T.split_verdict(stb.reason)
+        conclusion = display.named_reason(conclusion, ex.region_names)
+        st.markdown(display.md(conclusion[0].upper() + conclusion[1:]) + ".")
+        if detail:
+            st.markdown(
+                "The detail: " + display.md(display.named_reason(detail, ex.region_names)) + "."
+            )
     if stb.conclusion:
         who = ", ".join(charts.region_label(i, ex.region_names[i]) for i in stb.conclusion)
         detail = {True: "settled", False: "not settled", None: "not judged"}[stb.detail_settled]
@@ -292,8 +297,8 @@ def _field_metrics(ex: lc.Explanation) -> None:
     st.caption(
         "Computed over the regions, as Quantus defines them (they agree with Quantus 0.6 within "
         "1e-5 on an equal-size grid). IROF reuses the deletion curve and faithfulness "
-        "correlation the held-out sample: no extra model pass; ROAD imputes and scores its own "
-        "images."
+        "correlation reuses the held-out sample: no extra model pass; ROAD imputes and scores "
+        "its own images."
     )
     st.table(pd.DataFrame(rows).rename(columns={"name": "metric"}).set_index("metric"))
     road = ex.trust.road

@@ -326,17 +326,29 @@ def within_app(config: lc.ExplainConfig) -> lc.ExplainConfig:
 
 def segmentation_config(a: Analysis, *, handcrafted: bool = True) -> SegmentationConfig:
     """The engine's segmentation settings for Craft's controls and regions (recorded as is)."""
-    hand = a.hand if handcrafted else []
-    seg = a.seg
+    return _segmentation_config(a.seg, tuple(h.inner for h in a.hand) if handcrafted else ())
+
+
+def _segmentation_config(seg: SegSettings, inner: tuple[int, ...]) -> SegmentationConfig:
+    """Craft's controls ``seg`` with handcrafted regions cut into ``inner`` pieces each."""
     return SegmentationConfig(
         method=seg.method,
         n_segments=seg.n_segments,
         params=seg.params,
-        inner_segments=tuple(h.inner for h in hand) if hand else None,
+        inner_segments=inner or None,
         inner_method=seg.inner_method,
-        outer_segments=(1 if seg.outer == "one" else seg.n_segments) if hand else None,
+        outer_segments=(1 if seg.outer == "one" else seg.n_segments) if inner else None,
         working_size=working_size(seg.method, seg.working_size),
     )
+
+
+def default_config(a: Analysis) -> lc.ExplainConfig:
+    """The app's defaults for this analysis: what Explain would use with every control left as
+    it opens (Craft's superpixel controls, each handcrafted region one feature, the engine's
+    other settings). The report lists the settings that differ from these, not from the
+    engine's (whose segmentation is lime's quickshift, the app's SLIC)."""
+    seg = _segmentation_config(SegSettings(), tuple(1 for _ in a.hand))
+    return dataclasses.replace(APP_CONFIG, segmentation=seg)
 
 
 def edit_names(a: Analysis, names: tuple[str, ...]) -> list[str]:

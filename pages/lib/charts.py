@@ -2,11 +2,14 @@
 
 Every bar is labelled with its region's id and name, green for the class and red against it
 (the colours of the overlays), and a bar is never shorter than ``MIN_SHARE`` of the longest,
-so a small weight stays visible; the true value is in its label and its tooltip.
+so a small weight stays visible; the true value is in its label and its tooltip. The regions
+not drawn are summed in words under the chart (:func:`others_line`), never as a bar: their sum
+can outgrow every named bar although each of them is weaker than the weakest bar.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import altair as alt
@@ -17,14 +20,14 @@ from limecraft_core import render
 
 MIN_SHARE = 0.03  # the shortest bar drawn, as a share of the longest
 ROW_PX = 26  # height of one bar's row: every label fits, none is skipped
-OTHERS = "others"
+MAX_DECIMALS = 6  # a weight below half of 1e-6 reads as ±0.000000
 
 
 def _hex(rgb: np.ndarray) -> str:
     return "#" + "".join(f"{round(float(c) * 255):02x}" for c in rgb)
 
 
-FOR, AGAINST, NEUTRAL = _hex(render.POSITIVE), _hex(render.NEGATIVE), "#9e9e9e"
+FOR, AGAINST = _hex(render.POSITIVE), _hex(render.NEGATIVE)
 
 
 def region_label(region: int, name: str | None) -> str:
@@ -33,8 +36,12 @@ def region_label(region: int, name: str | None) -> str:
 
 
 def value(v: float) -> str:
-    """A weight as a label: 3 decimals, or 3 significant digits when that would show 0."""
-    return f"{v:+.3f}" if v == 0 or abs(v) >= 0.0005 else f"{v:+.2e}"
+    """A weight as a label, in fixed notation: 3 decimals, or as many as two significant
+    digits need (at most ``MAX_DECIMALS``) when 3 would show 0: -0.000113 is "-0.00011"."""
+    if v == 0 or not math.isfinite(v) or abs(v) >= 0.0005:
+        return f"{v:+.3f}"
+    decimals = min(MAX_DECIMALS, 1 - math.floor(math.log10(abs(v))))
+    return f"{v:+.{decimals}f}"
 
 
 def _shown(values: np.ndarray) -> np.ndarray:
@@ -45,11 +52,17 @@ def _shown(values: np.ndarray) -> np.ndarray:
     return np.sign(values) * np.maximum(np.abs(values), MIN_SHARE * top)
 
 
-def weights_frame(
-    weights: np.ndarray, names: Sequence[str | None], k: int, *, others: bool = True
-) -> pd.DataFrame:
+def _top(w: np.ndarray, k: int) -> list[int]:
+    """The top ``k`` regions for the class and the top ``k`` against it, by weight."""
+    order = np.argsort(-w, kind="stable")
+    pos = [int(i) for i in order[:k] if w[i] > 0]
+    neg = [int(i) for i in order[::-1][:k] if w[i] < 0]
+    return sorted(pos + neg, key=lambda i: -w[i])
+
+
+def weights_frame(weights: np.ndarray, names: Sequence[str | None], k: int) -> pd.DataFrame:
     """The rows of the weights chart: the top ``k`` regions for the class and the top ``k``
-    against it (by weight), then one "others" row with the sum of the remaining weights.
+    against it (by weight); the others are :func:`others_line`'s.
 
     Parameters
     ----------
@@ -62,43 +75,62 @@ def weights_frame(
     DataFrame with columns region, weight (the true value), shown (the drawn length), effect.
     """
     w = np.asarray(weights, np.float64)
-    order = np.argsort(-w, kind="stable")
-    pos = [int(i) for i in order[:k] if w[i] > 0]
-    neg = [int(i) for i in order[::-1][:k] if w[i] < 0]
-    top = sorted(pos + neg, key=lambda i: -w[i])
     rows = [
         {
             "region": region_label(i, names[i]),
             "weight": float(w[i]),
             "effect": "for the class" if w[i] > 0 else "against",
         }
-        for i in top
+        for i in _top(w, k)
     ]
-    rest = [i for i in range(w.size) if i not in set(top)]
-    if others and rest:
-        rows.append(
-            {
-                "region": f"{OTHERS} ({len(rest)} regions, sum)",
-                "weight": float(w[rest].sum()),
-                "effect": OTHERS,
-            }
-        )
     df = pd.DataFrame(rows, columns=["region", "weight", "effect"])
     df["shown"] = _shown(df["weight"].to_numpy(np.float64)) if len(df) else []
     df["region"] = [f"{r}  ({value(v)})" for r, v in zip(df["region"], df["weight"], strict=True)]
     return df
 
 
+def others_line(weights: np.ndarray, k: int) -> str:
+    """The regions the chart does not draw, in words: how many, and their sum (for and against
+    apart), e.g. "Not drawn: the 37 other regions, none stronger than the weakest bar of its
+    colour; together +0.209 (+0.250 for the class, -0.041 against)". Empty when every region
+    is drawn.
+
+    Parameters
+    ----------
+    weights : (K,) float ndarray
+    k : int >= 1, regions drawn on each side (as in :func:`weights_frame`)
+    """
+    w = np.asarray(weights, np.float64)
+    rest = np.setdiff1d(np.arange(w.size), _top(w, k))
+    if rest.size == 0:
+        return ""
+    r = w[rest]
+    if not np.any(r):
+        return f"Not drawn: {rest.size} other region{'s' if rest.size > 1 else ''}, weight 0."
+    if rest.size == 1:
+        return (
+            f"Not drawn: 1 other region, {value(float(r[0]))}, no stronger than the weakest bar "
+            "of its colour."
+        )
+    parts = [f"{value(float(r[r > 0].sum()))} for the class"] if np.any(r > 0) else []
+    parts += [f"{value(float(r[r < 0].sum()))} against"] if np.any(r < 0) else []
+    split = f" ({', '.join(parts)})" if len(parts) == 2 else ""
+    return (
+        f"Not drawn: the {rest.size} other regions, none stronger than the weakest bar of its "
+        f"colour; together {value(float(r.sum()))}{split}."
+    )
+
+
 _LABELS = alt.Axis(labelLimit=260, labelOverlap=False, labelFontSize=13)
-CAPTION = ":green[■] for the class · :red[■] against it · :gray[■] the other regions together"
+CAPTION = ":green[■] for the class · :red[■] against it"
 
 
 def _bars(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
     y = alt.Y("region:N", sort=None, title=None, axis=_LABELS)
     colour = alt.Color(
         "effect:N",
-        scale=alt.Scale(domain=["for the class", "against", OTHERS], range=[FOR, AGAINST, NEUTRAL]),
-        legend=None,  # the page's caption says it: green for, red against, grey the others
+        scale=alt.Scale(domain=["for the class", "against"], range=[FOR, AGAINST]),
+        legend=None,  # the page's caption says it: green for, red against
     )
     bars = (
         alt.Chart(df)
@@ -111,14 +143,14 @@ def _bars(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
                 axis=alt.Axis(labelFontSize=12, titleFontSize=12, format="~g"),
             ),
             color=colour,
-            tooltip=["region", alt.Tooltip("weight:Q", format="+.4g")],
+            tooltip=["region", alt.Tooltip("weight:Q", format="+.6f")],
         )
     )
     return bars.properties(height=max(80, ROW_PX * len(df)))
 
 
 def weights_chart(weights: np.ndarray, names: Sequence[str | None], k: int) -> alt.Chart:
-    """Horizontal bars of the top ``k`` regions for and against, then the others."""
+    """Horizontal bars of the top ``k`` regions for and against (the others: :func:`others_line`)."""
     return _bars(weights_frame(weights, names, k), "shown", "weight (bars at least 3% long)")
 
 

@@ -80,18 +80,43 @@ FIDELITY_TEXT = {
 }
 
 
+def low_fit_warning(r2: float) -> str:
+    """The warning under a low surrogate fit (R² under 0.5), with R² to as many decimals as
+    "less than half" needs to be true of the number shown (0.4952 is "0.495", never "0.50")."""
+    digits = 3
+    while round(r2, digits) >= 0.5 and digits < 8:
+        digits += 1
+    return (
+        f"R² is {r2:.{digits}f}: the linear surrogate explains less than half of how the model's "
+        "output varies over the samples, so the weights are only a rough guide. Try fewer or "
+        "larger regions, more samples, or a wider kernel."
+    )
+
+
 def verdict_badge(ex: lc.Explanation) -> str:
-    """Markdown for the stability verdict of an explanation (or why there is none)."""
+    """Markdown for the stability verdict of an explanation, its conclusion only (the detail is
+    :func:`verdict_detail`'s line), or why there is none."""
     st_ = ex.trust.stability
     if st_ is None:
         return ":gray-badge[stability not checked]"
-    if st_.reason:  # "stable: the 1 region that matters is first in all 5 repeats; ..."
-        why = display.named_reason(st_.reason, ex.region_names).split(": ", 1)[-1]
+    if st_.reason:  # "stable: the conclusion holds: region 0 is first in all 40 resamples"
+        conclusion = T.split_verdict(st_.reason)[0]
+        why = display.named_reason(conclusion, ex.region_names).split(": ", 1)[-1]
         return f"{VERDICT_TEXT[st_.verdict]} over {st_.runs}: {display.md(why)}"
     return (  # an explanation saved before the verdict judged the regions that matter
         f"{VERDICT_TEXT[st_.verdict]} over {st_.runs} "
         f"(Kendall's W {st_.kendall_w:.2f}, top-5 overlap {st_.jaccard_top5:.2f})"
     )
+
+
+def verdict_detail(ex: lc.Explanation) -> str:
+    """The verdict's detail as a line of its own, e.g. "The detail: the order of the 9 other
+    regions that matter is not settled (...)", or "" when it has none."""
+    st_ = ex.trust.stability
+    detail = T.split_verdict(st_.reason)[1] if st_ is not None and st_.reason else ""
+    if not detail:
+        return ""
+    return f"The detail: {display.md(display.named_reason(detail, ex.region_names))}."
 
 
 def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None) -> None:
@@ -141,6 +166,9 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
         f"R² = **{r2:.3f}** {badge}" + ("" if warning else f" · {verdict_badge(ex)}")
     )
+    detail = "" if warning else verdict_detail(ex)
+    if detail:
+        st.caption(detail)
     top = int(np.argmax(weights))
     st.markdown(
         f"Strongest region for {display.md(ex.class_labels[i])}: "
@@ -150,12 +178,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     if warning:
         st.warning(warning, icon=":material/warning:")
     elif T.fidelity(r2) == "low":
-        st.warning(
-            f"R² is {r2:.2f}: the linear surrogate explains less than half of how the model's output "
-            "varies over the samples, so the weights are only a rough guide. Try fewer or larger "
-            "regions, more samples, or a wider kernel.",
-            icon=":material/info:",
-        )
+        st.warning(low_fit_warning(r2), icon=":material/info:")
     names = [n or None for n in ex.region_names]
     pic, chart = display.columns([3, 2])
     with pic:
@@ -194,6 +217,9 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         st.markdown(f"**Weights** for {display.md(ex.class_labels[i])}")
         st.altair_chart(charts.weights_chart(weights, names, k), width="stretch")
         st.caption(charts.CAPTION)
+        others = charts.others_line(weights, k)
+        if others:  # in words, not a bar: their sum can outgrow every bar drawn
+            st.caption(others)
     rows = ex.regions_table(cls)
     order = np.argsort(-np.abs(weights))
     table = {
@@ -220,7 +246,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
 
 def _colorbar(hm: lc.Heatmap) -> None:
     st.image(hm.colorbar, width=256)
-    st.caption(f"{hm.vmin:+.3g} ← 0 → {hm.vmax:+.3g}")
+    st.caption(f"{charts.value(hm.vmin)} ← 0 → {charts.value(hm.vmax)}")
 
 
 def _restored_image(labels: np.ndarray) -> np.ndarray:

@@ -149,11 +149,19 @@ def test_the_readme_five_steps_exactly_as_written(page, real_url, browser):
     explain(page)
     strongest = page.get_by_text(re.compile(r"^Strongest region for carton"))
     expect(strongest).to_contain_text("watermark")
+    # the verdict in its two parts: the conclusion (the watermark first, in every resample) and
+    # the detail (the order of the lesser regions), which does not veto it (issue 26), each on
+    # a line of its own (issue 48)
     verdict = page.get_by_text(
         re.compile(r"over 40 resamples of one sample: the conclusion ")
     ).first
     expect(verdict).to_contain_text("stable over 40 resamples of one sample: the conclusion holds")
     expect(verdict).to_contain_text("region 0 (watermark) is first in all 40 resamples")
+    expect(verdict).not_to_contain_text("other regions that matter")
+    detail = page.get_by_text(
+        re.compile(r"^The detail: the order of the \d+ other regions that matter is")
+    )
+    expect(detail.first).to_be_visible()
     shot(page, "real-watermark-explained", tall=True)
 
     # 5. Inspect it: the watermark region first; Paste into 4 images shows each photo's carton

@@ -95,7 +95,7 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
     expect(page.locator("input[value='shape.png 2']")).to_be_visible()
     # added once: the button gives way to a line that says so (a second press added it twice)
     expect(page.get_by_role("button", name="Add the mask's regions")).to_have_count(0)
-    expect(page.get_by_text("The region of 'shape.png' is in the list below")).to_be_visible()
+    expect(page.get_by_text("The region of 'shape.png' is in the list above")).to_be_visible()
 
     goto(page, "Explain")
     set_samples(page, 400)

@@ -70,6 +70,13 @@ def test_explain_works_at_once(at):
     )
     assert any("Explained" in s.value for s in at.success)
     assert any("surrogate fidelity" in m.value for m in at.markdown)
+    # the regions the weights chart does not draw are summed in words under it, not as a bar
+    assert any(c.value.startswith("Not drawn: the ") for c in at.caption)
+    # the report's settings compare with the app's defaults: none differs here (issue 48)
+    from pages.lib import analysis as A
+
+    assert ex.config.segmentation.method == "slic"
+    assert ex.config.changed(A.default_config(state(at))) == {}
 
 
 def test_settings_reach_the_engine(at):
@@ -135,6 +142,10 @@ def test_handcrafted_regions_reach_the_explanation(at):
     button(at, "Explain").click().run()
     ex = s.explanation
     assert ex.region_keys[0] == "hand:0" and ex.region_names[0] == "tag"
+    # against the app's defaults for these regions, only the samples differ (issue 48)
+    from pages.lib import analysis as A
+
+    assert set(ex.config.changed(A.default_config(s))) == {"samples"}
     assert np.array_equal(ex.segments == 0, tag)
     # LIME versus LIMEcraft: the comparison over automatic superpixels only
     button(at, "Compare with automatic superpixels only").click().run()
@@ -225,6 +236,15 @@ def test_trust_page_runs_the_checks(at):
     # the verdict's sentence, the sign consistency and the field's metrics are on the page
     assert any(m.value.startswith(t.stability.reason[0].upper()) for m in at.markdown)
     assert any(m.value.startswith("**Sign consistency**") for m in at.markdown)
+    # the verdict's conclusion, then its detail on a line of its own (issue 48)
+    conclusion, detail = lc.trust.split_verdict(t.stability.reason)
+    from pages.lib.display import md
+
+    said = [m.value for m in at.markdown]
+    assert md(conclusion[0].upper() + conclusion[1:]) + "." in said
+    assert detail and f"The detail: {md(detail)}." in said
+    # the field's metrics' caption says what each reuses, with its verb
+    assert any("faithfulness correlation reuses the held-out sample" in c.value for c in at.caption)
     table = at.table[0].value
     assert list(table.index) == ["IROF", "ROAD", "Faithfulness correlation", "Sparseness (Gini)"]
     assert t.fills.fills[1:] == ["blur", "inpaint", "inpaint-each"]

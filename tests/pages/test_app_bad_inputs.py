@@ -152,7 +152,7 @@ def test_a_mask_file_is_added_once_and_its_button_says_so(at):
     assert [h.name for h in app_state(at).hand] == ["two.png 1", "two.png 2"]
     assert not [b for b in at.button if b.label == "Add the mask's regions"]
     said = [t for c in at.caption if "two.png" in (t := re.sub(r"\\(.)", r"\1", c.value))]
-    assert said and "The 2 regions of 'two.png' are in the list below" in said[0], said
+    assert said and "The 2 regions of 'two.png' are in the list above" in said[0], said
     at.run()  # another rerun adds nothing
     assert len(app_state(at).hand) == 2
     app_state(at).hand.pop(0)  # one removed: the button is back, for that one only

@@ -19,16 +19,14 @@ def test_the_weights_chart_labels_every_bar_and_keeps_small_bars_visible():
     w = np.array([0.8, -0.001, 0.0005, -0.3, 0.02, 0.0, 0.1])
     names = ["the circle", None, "", "the tag", None, None, "sky"]
     df = charts.weights_frame(w, names, k=2)
-    # top 2 for (0, 6) and top 2 against (3, 1), sorted by weight, then the others
+    # top 2 for (0, 6) and top 2 against (3, 1), sorted by weight; the others are not a bar
     assert list(df["region"]) == [
         "0 the circle  (+0.800)",
         "6 sky  (+0.100)",
         "1  (-0.001)",
         "3 the tag  (-0.300)",
-        "others (3 regions, sum)  (+0.021)",
     ]
-    assert list(df["effect"]) == ["for the class", "for the class", "against", "against", "others"]
-    assert df["weight"].iloc[-1] == pytest.approx(0.0005 + 0.02 + 0.0)
+    assert list(df["effect"]) == ["for the class", "for the class", "against", "against"]
     # a tiny weight is drawn at least 3% of the longest bar, with its sign; the value is true
     shown = df.set_index("region")["shown"]
     assert shown["1  (-0.001)"] == pytest.approx(-charts.MIN_SHARE * 0.8)
@@ -36,13 +34,53 @@ def test_the_weights_chart_labels_every_bar_and_keeps_small_bars_visible():
     assert df.set_index("region")["weight"]["1  (-0.001)"] == pytest.approx(-0.001)
 
 
-def test_the_weights_chart_with_one_or_two_regions():
+def test_the_regions_not_drawn_are_summed_in_words_not_as_a_longer_bar():
+    """Issue 48: the grey "others (N regions, sum)" bar outgrew every named bar (banana: +0.209
+    against the top +0.040). Their sum is a line under the chart, for and against apart."""
+    w = np.array([0.04, 0.03, -0.01, *([0.005] * 40), -0.001, -0.001])
+    df = charts.weights_frame(w, [None] * w.size, k=2)
+    assert len(df) == 4 and set(df["effect"]) == {"for the class", "against"}
+    assert charts.others_line(w, k=2) == (
+        "Not drawn: the 41 other regions, none stronger than the weakest bar of its colour; "
+        "together +0.199 (+0.200 for the class, -0.001 against)."
+    )
+    assert charts.others_line(np.array([0.4, 0.1]), k=1) == (
+        "Not drawn: 1 other region, +0.100, no stronger than the weakest bar of its colour."
+    )
+    assert charts.others_line(np.array([0.4, -0.2]), k=1) == ""  # every region is drawn
+    assert charts.others_line(np.zeros(3), k=2) == "Not drawn: 3 other regions, weight 0."
+
+
+def test_a_weight_label_is_fixed_notation_even_when_tiny():
+    """Issue 48: "28 (-1.13e-04)"; a label is never in e-notation."""
+    assert charts.value(-1.13e-4) == "-0.00011"
+    assert charts.value(0.0004) == "+0.00040"
+    assert charts.value(0.0123) == "+0.012" and charts.value(0.0) == "+0.000"
+    assert charts.value(3e-12) == "+0.000000"
+    for v in (-1.13e-4, 2e-6, 7e-9, -1e-30, 0.5):
+        assert "e" not in charts.value(v)
+    labels = charts.weights_frame(np.array([0.3, -1.13e-4]), ["a", None], k=1)["region"]
+    assert list(labels) == ["0 a  (+0.300)", "1  (-0.00011)"]
+
+
+def test_the_one_region_and_zero_charts():
     one = charts.weights_frame(np.array([0.4]), [None], k=1)
     assert list(one["region"]) == ["0  (+0.400)"]
     two = charts.weights_frame(np.array([0.0, -0.2]), ["a", "b"], k=5)
-    assert list(two["region"]) == ["1 b  (-0.200)", "others (1 regions, sum)  (+0.000)"]
-    zero = charts.weights_frame(np.zeros(3), [None] * 3, k=2)
-    assert list(zero["shown"]) == [0.0]  # only "others": nothing for or against
+    assert list(two["region"]) == ["1 b  (-0.200)"]
+    assert len(charts.weights_frame(np.zeros(3), [None] * 3, k=2)) == 0  # nothing for or against
+
+
+def test_the_low_fit_warning_says_less_than_half_only_of_a_number_under_half():
+    """Issue 48: "R² is 0.50: ... less than half" for R² = 0.495."""
+    from pages.lib.views import low_fit_warning
+
+    assert low_fit_warning(0.4952).startswith("R² is 0.495: ")
+    assert low_fit_warning(0.49996).startswith("R² is 0.49996: ")
+    assert low_fit_warning(0.2).startswith("R² is 0.200: ")
+    for r2 in (0.4952, 0.49996, 0.4999999, 0.2):
+        shown = float(low_fit_warning(r2).split()[2].rstrip(":"))
+        assert shown < 0.5 and "less than half" in low_fit_warning(r2)
 
 
 def test_the_chart_specs_use_the_overlay_colours_and_never_skip_a_label():

@@ -1,5 +1,6 @@
 import base64
 import csv
+import dataclasses
 import html
 import io
 import re
@@ -10,7 +11,7 @@ import torch
 from PIL import Image
 from toys import ChannelMeans
 
-from limecraft_core import LimecraftError, explain
+from limecraft_core import ExplainConfig, LimecraftError, explain
 from limecraft_core.io.report import (
     MIN_SIDE_PX,
     PredictionChange,
@@ -18,6 +19,7 @@ from limecraft_core.io.report import (
     html_report,
     regions_csv,
 )
+from limecraft_core.trust import split_verdict
 
 DATA_URL = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
@@ -194,7 +196,8 @@ def test_report_verdicts_of_every_trust_check_and_the_segmentation_that_ran(phot
     page = html_report(image=photo, explanation=res)
     trust = text(section(page, "trust"))
     st = res.trust.stability
-    assert f"Stability over 3 repeats {st.verdict} {st.reason[0].upper()}{st.reason[1:]}." in trust
+    first, detail = said(st.reason)
+    assert f"Stability over 3 repeats {st.verdict} {first}" in trust and detail in trust
     assert (
         f"{len(st.matter)} regions matter: Kendall's W over them {st.matter_kendall_w:.2f}" in trust
     )
@@ -205,6 +208,35 @@ def test_report_verdicts_of_every_trust_check_and_the_segmentation_that_ran(phot
     assert "slic superpixels, 0 handcrafted, 0 merged" in page
     shown = text(section(page, "settings").split("<details")[0])
     assert "segmentation slic quickshift" in shown  # the method that ran, then the default
+    # a front end with other defaults (the app's SLIC) passes them: slic is then no change
+    app = ExplainConfig.from_flat(segmentation="slic")
+    settings = section(html_report(image=photo, explanation=res, defaults=app), "settings")
+    assert "<code>segmentation</code>" not in settings.split("<details")[0]
+    assert '<code>segmentation</code></td><td>slic</td><td class="muted">slic</td>' in settings
+
+
+def said(reason: str) -> tuple[str, str]:
+    """A verdict as the report's stability row says it: the conclusion, then on the next line
+    the detail (issue 48: it was one sentence)."""
+    conclusion, detail = split_verdict(reason)
+    return f"{conclusion[0].upper()}{conclusion[1:]}.", f"The detail: {detail}." if detail else ""
+
+
+def test_the_stability_row_shows_the_conclusion_and_the_detail_on_two_lines(tagged):
+    image, res = tagged
+    reason = "stable: the conclusion holds: region 0 is first in all 3 repeats; the order of the 2 other regions that matter is settled; 1 other is indistinguishable from zero"
+    st = dataclasses.replace(res.trust.stability, reason=reason)
+    ex = dataclasses.replace(res, trust=dataclasses.replace(res.trust, stability=st))
+    trust = section(html_report(image=image, explanation=ex), "trust")
+    cell = re.search(r"<td>(Stable: the conclusion holds.*?)</td>", trust, re.S).group(1)
+    first, second = cell.split("<br>")
+    assert text(first).startswith(
+        "Stable: the conclusion holds: region 0 is first in all 3 repeats."
+    )
+    assert text(second).startswith(
+        "The detail: the order of the 2 other regions that matter is settled; 1 other is "
+        "indistinguishable from zero."
+    )
 
 
 def test_report_pictures_are_large_and_decode(photo, quadrants):
@@ -424,7 +456,12 @@ def test_the_trust_pages_checks_go_in_the_report_beside_the_explanations(photo):
     trust = text(section(page, "trust"))
     st = checked.trust.stability
     assert "The Trust page's checks (60 samples × 3 repeats, " in trust
-    assert f"Stability over 3 repeats {st.verdict} {st.reason[0].upper()}{st.reason[1:]}." in trust
+    first, detail = said(st.reason)
+    assert f"Stability over 3 repeats {st.verdict} {first}" in trust and detail in trust
+    # the explanation's own rows are not repeated in the Trust page's table (issue 48)
+    own, page_s = trust.split("The Trust page's checks", 1)
+    for row in ("Surrogate fit ", "Early stop "):
+        assert own.count(row) == 1 and row not in page_s, row
     f = checked.trust.faithfulness
     assert f"deletion AUC {f.deletion_auc:.3f} (random {f.random_deletion_auc:.3f})" in trust
     assert "Kernel widths" in trust and "Fills" in trust

@@ -11,6 +11,7 @@ from limecraft_core.trust import (
     kendall_w,
     name_regions,
     sign_flips,
+    split_verdict,
     stability,
     verdict,
 )
@@ -457,6 +458,39 @@ def test_the_verdict_names_regions_as_the_caller_calls_them():
         "are the first 3 in 30 of 40 resamples; region 12 changes sign; the order of the 9 other "
         "regions that matter is not settled; the 1 region that matters"
     )
+
+
+def test_the_verdict_parts_into_its_conclusion_and_its_detail():
+    """Issue 48: the verdict was one long sentence; the app and the report show the conclusion
+    on one line and the detail on the next. Sentences saved by earlier versions part too."""
+    st = stability(_runs([1.0] + [0.1] * 10, 0.02, repeats=5))
+    conclusion, detail = split_verdict(st.reason)
+    assert conclusion == "stable: the conclusion holds: region 0 is first in all 5 repeats"
+    assert detail.startswith("the order of the 10 other regions that matter is not settled: ")
+    assert f"{conclusion}; {detail}" == st.reason
+    cases = {
+        "stable: the 1 region that matters is first in all 40 resamples; 7 others are "
+        "indistinguishable from zero": (
+            "stable: the 1 region that matters is first in all 40 resamples",
+            "7 others are indistinguishable from zero",
+        ),
+        # a conclusion of two parts keeps both; the detail starts at the other regions' order
+        "borderline: the conclusion is not settled: regions 0, 5 and 7 are the first 3 in 30 of "
+        "40 resamples; region 12 changes sign; the order of the 9 other regions that matter is "
+        "not settled; 1 other is indistinguishable from zero": (
+            "borderline: the conclusion is not settled: regions 0, 5 and 7 are the first 3 in 30 "
+            "of 40 resamples; region 12 changes sign",
+            "the order of the 9 other regions that matter is not settled; 1 other is "
+            "indistinguishable from zero",
+        ),
+        "stable: regions 0 and 1 are the first 2; their order is not settled: W 0.4": (
+            "stable: regions 0 and 1 are the first 2",
+            "their order is not settled: W 0.4",
+        ),
+        "stable: no region carries any weight": ("stable: no region carries any weight", ""),
+    }
+    for reason, parts in cases.items():
+        assert split_verdict(reason) == parts
 
 
 def _near_tie_sample(first: float, n: int = 800, seed: int = 19):
