@@ -27,11 +27,9 @@ Writes bench/results/audit.json and audit.md, and prints the Markdown.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -48,8 +46,6 @@ import time
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(ROOT / "bench"))
 
 from limecraft.cli import main as cli
 from limecraft_core import Explanation

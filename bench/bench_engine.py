@@ -10,11 +10,9 @@ used. Each timing is the median of --repeats runs.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import chelsea, median_time  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -24,13 +22,10 @@ import argparse
 import contextlib
 import io
 import json
-import statistics
-import time
 import warnings
 
 import numpy as np
 import torch
-from skimage import data, transform
 
 import limecraft_core as lc
 
@@ -44,15 +39,6 @@ class ChannelMeans(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(x.mean(dim=(2, 3)))
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -69,9 +55,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     model = ChannelMeans().eval()
-    image = (transform.resize(data.chelsea(), (224, 224), anti_aliasing=True) * 255).astype(
-        np.uint8
-    )
+    image = chelsea()
     # lime's own default segmentation, computed once and handed to both tools.
     segments = lc.segment(image, "quickshift", working_size=None)
     n = args.samples
@@ -111,16 +95,16 @@ def main() -> None:
     run_ours(False)  # warm-up: first-call allocations, thread pools
     lime_times = {}
     for bs in [int(b) for b in args.lime_batch_sizes.split(",")]:
-        lime_times[bs] = median_time(lambda bs=bs: run_lime(bs), args.repeats)
+        lime_times[bs] = median_time(lambda bs=bs: run_lime(bs), args.repeats)[0]
     best_bs = min(lime_times, key=lime_times.get)
-    ours = median_time(lambda: run_ours(False), args.repeats)
-    ours_deltas = median_time(lambda: run_ours(True), args.repeats)
+    ours = median_time(lambda: run_ours(False), args.repeats)[0]
+    ours_deltas = median_time(lambda: run_ours(True), args.repeats)[0]
     model_only = median_time(
         lambda: [
             classifier_fn(np.repeat(image[None], min(250, n - i), 0)) for i in range(0, n, 250)
         ],
         args.repeats,
-    )
+    )[0]
     result = {
         "samples": n,
         "regions": int(segments.max()) + 1,

@@ -39,11 +39,9 @@ Writes bench/results/fast.json and bench/results/fast.md.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, spearman, timed  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -61,7 +59,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 from skimage import data
 
 import limecraft_core as lc
@@ -94,13 +91,7 @@ def agreement(w: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     top5 = set(np.argsort(-np.abs(w), kind="stable")[:5].tolist())
     ref5 = set(np.argsort(-np.abs(ref), kind="stable")[:5].tolist())
     idx = np.argsort(-np.abs(ref), kind="stable")[:10]
-    return len(top5 & ref5) / 5, float(spearmanr(w[idx], ref[idx]).statistic)
-
-
-def timed(fn: Any) -> tuple[Any, float]:
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
+    return len(top5 & ref5) / 5, spearman(w[idx], ref[idx])
 
 
 def honesty(

@@ -20,11 +20,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import chelsea, timed  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -33,7 +31,6 @@ set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 import argparse
 import json
 import statistics
-import time
 
 import numpy as np
 import torch
@@ -57,20 +54,13 @@ class _Free(torch.nn.Module):
         return x.mean(dim=(2, 3)) @ self.w
 
 
-def _photo(size: int) -> np.ndarray:
-    from skimage import data, transform
-
-    img = transform.resize(data.chelsea(), (size, size), anti_aliasing=True)
-    return (img * 255).astype(np.uint8)
-
-
 # --------------------------------------------------------------------------- 1. cost
 
 
 def cost(samples: int, rounds: int, models: list[str], regions: int) -> list[dict]:
     from limecraft_core import segment
 
-    image = _photo(224)
+    image = chelsea(224)
     labels = segment(image, "slic", n_segments=regions)
     k = int(labels.max()) + 1
     rows = []
@@ -83,9 +73,12 @@ def cost(samples: int, rounds: int, models: list[str], regions: int) -> list[dic
         times: dict[str, list[float]] = {f: [] for f in FILLS}
         for _ in range(rounds):
             for f in FILLS:
-                t0 = time.perf_counter()
-                explain(image, clf, segments=labels, samples=samples, fill=f, compute_deltas=False)
-                times[f].append(time.perf_counter() - t0)
+                _, seconds = timed(
+                    lambda f=f, clf=clf: explain(
+                        image, clf, segments=labels, samples=samples, fill=f, compute_deltas=False
+                    )
+                )
+                times[f].append(seconds)
         med = {f: statistics.median(t) for f, t in times.items()}
         for f in FILLS:
             rows.append(

@@ -16,11 +16,9 @@ largest weight: a random-weight model's probabilities are nearly flat, so its we
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import chelsea, timed  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -39,13 +37,6 @@ import torchvision.models as tvm
 
 from limecraft_core import Classifier, explain
 from models.registry import load_classifier
-
-
-def _photo(size: int) -> np.ndarray:
-    from skimage import data, transform
-
-    img = transform.resize(data.chelsea(), (size, size), anti_aliasing=True)
-    return (img * 255).round().astype(np.uint8)
 
 
 def _export(net: torch.nn.Module, size: int, path: Path) -> float:
@@ -82,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(0)
     net = tvm.get_model(a.model, weights=None).eval()
-    image = _photo(a.size)
+    image = chelsea(a.size, rounded=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{a.model}.onnx"
         export_s = _export(net, a.size, path)
@@ -99,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(a.rounds):
             order = list(engines) if r % 2 == 0 else list(engines)[::-1]
             for name in order:
-                t = time.perf_counter()
-                ex = explain(image, engines[name], segments=segments, **settings)
-                seconds[name].append(time.perf_counter() - t)
+                ex, t = timed(
+                    lambda name=name: explain(image, engines[name], segments=segments, **settings)
+                )
+                seconds[name].append(t)
                 weights[name] = ex.class_weights
                 print(
                     f"round {r + 1} {name:5s}: {seconds[name][-1]:7.2f} s, "

@@ -22,11 +22,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 

@@ -28,8 +28,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, chelsea, median_time, spearman  # first: puts the repo on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -50,7 +49,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.stats import spearmanr
 from skimage import data, transform
 
 import limecraft_core as lc
@@ -86,24 +84,6 @@ def make_classifier(name: str, device: str, **kw: Any) -> lc.Classifier:
     return lc.Classifier(
         module, input_size=224, normalize="imagenet", device=device, name=name, **kw
     )
-
-
-def timed(fn, repeats: int) -> tuple[float, Any]:
-    """Median wall time of ``repeats`` calls (synchronised on a GPU), and the last result."""
-    times, out = [], None
-    for _ in range(repeats):
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        out = fn()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
-
-
-def rho(a: np.ndarray, b: np.ndarray) -> float:
-    return float(spearmanr(a, b).statistic)
 
 
 def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dict[str, Any]:
@@ -207,7 +187,7 @@ def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dic
     outs: dict[str, Any] = {}
     for _ in range(rounds):
         for v, fn in variants.items():
-            t, outs[v] = timed(fn, 1)
+            t, outs[v] = median_time(fn, 1)
             times[v].append(t)
     sec = {v: statistics.median(ts) for v, ts in times.items()}
 
@@ -234,12 +214,12 @@ def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dic
     }
     v = "limecraft bf16 + channels_last"
     if v in sec:
-        rows[v] = {"seconds": sec[v], "spearman_vs_fp32": rho(outs[v].weights, ours.weights)}
+        rows[v] = {"seconds": sec[v], "spearman_vs_fp32": spearman(outs[v].weights, ours.weights)}
         ratios["bf16 + channels_last speedup"] = t_ours / sec[v]
     v = "limecraft early stop (W >= 0.9)"
     rows[v] = {
         "seconds": sec[v],
-        "spearman_vs_fp32": rho(outs[v].weights, ours.weights),
+        "spearman_vs_fp32": spearman(outs[v].weights, ours.weights),
         "samples_used": outs[v].run.samples_used,
     }
     ratios["early stop speedup"] = t_ours / sec[v]
@@ -247,7 +227,7 @@ def bench_model(name: str, args, image: np.ndarray, segments: np.ndarray) -> dic
     rows[nd] = {"seconds": sec[nd]}
     rows[dd] = {
         "seconds": sec[dd],
-        "spearman_vs_no_dedup": rho(outs[dd].weights, outs[nd].weights),
+        "spearman_vs_no_dedup": spearman(outs[dd].weights, outs[nd].weights),
         "max_abs_diff_vs_no_dedup": float(np.max(np.abs(outs[dd].weights - outs[nd].weights))),
         "model_passes": outs[dd].run.model_passes,
     }
@@ -269,7 +249,7 @@ def bench_segmentation(repeats: int) -> dict[str, Any]:
     img = (transform.resize(data.astronaut(), (3000, 4000), order=1) * 255).astype(np.uint8)
     out: dict[str, Any] = {}
     for method in lc.METHODS:
-        t, labels = timed(lambda m=method: lc.segment(img, m), repeats)
+        t, labels = median_time(lambda m=method: lc.segment(img, m), repeats)
         out[method] = {
             "seconds": t,
             "regions": int(labels.max()) + 1,
@@ -278,7 +258,7 @@ def bench_segmentation(repeats: int) -> dict[str, Any]:
     mask = np.zeros(img.shape[:2], bool)
     mask[500:1500, 1000:2500] = True
     for outer in ("slic", "quickshift"):
-        t, r = timed(lambda o=outer: lc.compose_regions(img, mask, outer_method=o), repeats)
+        t, r = median_time(lambda o=outer: lc.compose_regions(img, mask, outer_method=o), repeats)
         out[f"compose: 1 drawn region + {outer}"] = {
             "seconds": t,
             "regions": r.n_regions,
@@ -339,10 +319,6 @@ def bench_app() -> dict[str, Any]:
         capture_output=True,
     )
     return json.loads(path.read_text())
-
-
-def chelsea() -> np.ndarray:
-    return (transform.resize(data.chelsea(), (224, 224), anti_aliasing=True) * 255).astype(np.uint8)
 
 
 def markdown(res: dict[str, Any]) -> str:

@@ -26,12 +26,9 @@ Writes bench/results/lead_sweep.json and lead_sweep.md.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from _common import ROOT  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 

@@ -16,6 +16,7 @@ from toys import ChannelMeans
 
 import limecraft_core as lc
 from limecraft import cli
+from limecraft.args import settings_from_args
 from limecraft_core import prepare_regions
 from limecraft_core._validate import as_float_image
 from limecraft_core.config import GROUPS, ExplainConfig, SegmentationConfig, fields
@@ -106,7 +107,7 @@ def test_every_field_has_a_cli_flag_that_sets_it(name):
     assert s.flag in actions, f"{s.flag} missing from `explain --help`"
     assert actions[s.flag].dest == name
     argv = ["explain", "img.png", "--out", "o", *COMPANIONS.get(name, []), *flag_args(name)]
-    cfg = cli.settings_from_args(cli.build_parser().parse_args(argv))
+    cfg = settings_from_args(cli.build_parser().parse_args(argv))
     assert value_of(cfg, name) == NON_DEFAULT[name][0]
     # and nothing else moved from its default, but for the companions
     moved = {n for n in FIELDS if value_of(cfg, n) != FIELDS[n].default}
@@ -114,7 +115,7 @@ def test_every_field_has_a_cli_flag_that_sets_it(name):
 
 
 def test_no_flag_gives_the_schemas_defaults():
-    cfg = cli.settings_from_args(cli.build_parser().parse_args(["explain", "i.png", "--out", "o"]))
+    cfg = settings_from_args(cli.build_parser().parse_args(["explain", "i.png", "--out", "o"]))
     assert cfg == ExplainConfig()
 
 
@@ -122,7 +123,7 @@ def test_every_field_on_one_command_line():
     argv = ["explain", "img.png", "--out", "o"]
     for name in FIELDS:
         argv += flag_args(name)
-    cfg = cli.settings_from_args(cli.build_parser().parse_args(argv))
+    cfg = settings_from_args(cli.build_parser().parse_args(argv))
     assert cfg == ExplainConfig.from_flat({n: v for n, (v, _) in NON_DEFAULT.items()})
 
 

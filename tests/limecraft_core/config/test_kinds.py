@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from limecraft.cli import build_parser, settings_from_args
+from limecraft.args import settings_from_args
+from limecraft.cli import build_parser
 from limecraft_core import LimecraftError
 from limecraft_core.config import KINDS, ExplainConfig, Kind, check_setting, fields, parse_text
 from pages.lib.config_form import WIDGETS, setting_widget

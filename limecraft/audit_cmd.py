@@ -1,0 +1,219 @@
+"""``audit``: explain a model over a folder of images, write each image's explanation as it
+finishes and the audit's findings (audit.csv, audit.json, audit.html), and go on with --resume."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from limecraft_core._validate import LimecraftError
+from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
+
+from .args import add_model_options, add_settings, model_kwargs, onnx_inputs, positive_int
+
+__all__ = ["audit_args", "audit_settings", "cmd_audit"]
+
+
+def audit_args(au: argparse.ArgumentParser) -> None:
+    au.add_argument(
+        "images",
+        metavar="IMAGES",
+        help="a folder (searched recursively for PNG, JPEG, WebP, BMP, TIFF and GIF files) or a "
+        "text file listing one image path per line (relative to the list file; # comments)",
+    )
+    au.add_argument("--out", required=True, help="folder of the audit (created if missing)")
+    au.add_argument(
+        "--expected-masks",
+        metavar="DIR",
+        help="a folder with one mask per image, named as the image (any image extension; for "
+        "images in subfolders, the same subfolders): non-black pixels mark where the model "
+        "should look (the object). Adds relevance mass and the pointing game, and flags the "
+        "images whose prediction rests outside the mask",
+    )
+    au.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with an audit in --out: images already finished with the same file, mask "
+        "and settings are kept, the rest are explained",
+    )
+    au.add_argument(
+        "--limit", type=positive_int("--limit"), help="audit only the first N images (by name)"
+    )
+    au.add_argument(
+        "--in-flight",
+        type=positive_int("--in-flight"),
+        default=IN_FLIGHT,
+        help=f"images explained at once (default {IN_FLIGHT}): their perturbations share the "
+        "model's forward passes where they fit (same input size), or go to Ray Serve together",
+    )
+    au.add_argument(
+        "--top-k",
+        type=positive_int("--top-k"),
+        default=5,
+        help="regions tinted in each overlay.png on each side (default: 5)",
+    )
+    add_model_options(au, "with LIMECRAFT_RAY_ADDRESS set, a registry name is scored on Ray Serve")
+    add_settings(au, AUDIT_DEFAULTS)
+    au.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any]:
+    """The scorer of an audit, how it scores, and the local work queue (or None).
+
+    With ``LIMECRAFT_RAY_ADDRESS`` set a registry name is scored on Ray Serve, several images in
+    flight; otherwise the model runs here, behind one work queue that combines the chunks of
+    the images in flight into shared forward passes.
+    """
+    from serving import WorkQueue, load_scorer, queued
+
+    scorer = load_scorer(a.model, **model_kwargs(a, config))
+    queue = WorkQueue(max_jobs=max(64, 4 * a.in_flight))  # its thread starts with its first job
+    runner = queued(scorer, queue)
+    if runner is scorer:  # on Ray Serve: several images in flight there
+        return scorer, f"on Ray Serve at {scorer.config.address}", None
+    if a.in_flight == 1:
+        return scorer, "locally, one image at a time", None
+    return runner, "locally, through a work queue of shared batches", queue
+
+
+def audit_settings(a: argparse.Namespace):
+    """The audit's ExplainConfig: its defaults (SLIC, 40 regions) under the flags given."""
+    from limecraft_core.audit import audit_config
+    from limecraft_core.config import fields
+
+    return audit_config({s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)})
+
+
+def _audit_images(a: argparse.Namespace) -> tuple[list[tuple[str, Path]], dict[str, Path]]:
+    """The images to audit and their expected masks, checked before any model is loaded."""
+    from limecraft_core.io.audit_folder import AuditFolder
+    from limecraft_core.io.dataset import list_images, match_masks
+
+    files = list_images(a.images)
+    if a.limit is not None:
+        files = files[: a.limit]
+    masks = match_masks(files, a.expected_masks) if a.expected_masks else {}
+    if a.expected_masks and not masks:
+        raise LimecraftError(
+            f"--expected-masks {a.expected_masks!r} has no mask named as any of the images "
+            f"(e.g. {files[0][0]!r}: a mask named {Path(files[0][0]).stem}.png)"
+        )
+    if AuditFolder.holds_audit(a.out) and not a.resume:
+        raise LimecraftError(
+            f"--out {a.out!r} already holds an audit: add --resume to go on with it (finished "
+            "images are kept), or choose another folder"
+        )
+    return files, masks
+
+
+def _audit_model(a: argparse.Namespace) -> dict[str, Any]:
+    """The model options, as audit.json records them (and the settings key hashes them)."""
+    names = ("arch", "labels", "input_size", "normalize", "input_range", "onnx_outputs")
+    return {"name": a.model, **{n: getattr(a, n) for n in (*names, "input_layout")}}
+
+
+def _audit_explain(
+    a: argparse.Namespace, folder: Any, key: str, todo: list, scorer: Any, config: Any,
+    rows: dict[str, Any],
+) -> bool:  # fmt: skip
+    """Explain the images to do with a progress bar; each image's files are written in its own
+    thread as it finishes. Returns False when Ctrl-C stopped it (everything finished is kept)."""
+    from tqdm import tqdm
+
+    from limecraft_core.audit import run_audit
+
+    inputs = {"model": a.model, "labels": a.labels, "arch": a.arch, **onnx_inputs(scorer)}
+    bar = tqdm(total=len(todo), unit="img", desc="audit", disable=a.quiet or not todo)
+    counts = {"flagged": 0, "errors": 0}
+
+    def save(outcome: Any) -> None:  # in the image's thread, beside the others' explanations
+        folder.write(outcome, key, top_k=a.top_k, inputs=inputs)
+
+    def done(outcome: Any) -> None:
+        rows[outcome.row.key] = outcome.row
+        counts["flagged"] += outcome.row.flagged
+        counts["errors"] += not outcome.row.ok
+        bar.set_postfix_str(f"{counts['flagged']} flagged, {counts['errors']} errors")
+        bar.update(1)
+
+    try:
+        run_audit(todo, scorer, config, done, in_flight=a.in_flight, save=save)
+        return True
+    except KeyboardInterrupt:
+        return False
+    finally:
+        bar.close()
+
+
+def cmd_audit(a: argparse.Namespace) -> int:
+    import time
+
+    from limecraft_core.io.audit_folder import AuditFolder, settings_key
+    from limecraft_core.io.dataset import audit_items
+
+    config = audit_settings(a)
+    files, masks = _audit_images(a)
+    folder = AuditFolder(a.out)
+    model = _audit_model(a)
+    key = settings_key(config, model, a.top_k)
+    items = audit_items(files, masks)
+    finished = {it.key: folder.finished(it, key) for it in items} if a.resume else {}
+    rows: dict[str, Any] = {k: r for k, r in finished.items() if r is not None}
+    todo = [it for it in items if it.key not in rows]
+    kept = len(rows)
+    scorer, how, queue = _audit_scorer(a, config) if todo else (None, "", None)
+    if not a.quiet:
+        print(
+            f"auditing {len(items)} images with {a.model}"
+            + (f" ({len(masks)} with an expected mask)" if masks else "")
+            + (f"; {kept} already finished are kept" if kept else "")
+            + (f"; scored {how}, {a.in_flight} in flight" if todo else "")
+        )
+    t0 = time.perf_counter()
+    complete = False
+    try:
+        complete = _audit_explain(a, folder, key, todo, scorer, config, rows)
+    finally:  # whatever happened, the findings of what is finished are written
+        seconds = time.perf_counter() - t0
+        made = len(rows) - kept
+        run = {"in_flight": a.in_flight, "scored": how, "explained": made, "kept": kept}
+        rate = round(60 * made / max(seconds, 1e-9), 1)
+        run |= {"seconds": round(seconds, 2), "images_per_minute": rate}
+        if queue is not None:
+            run |= {"forward_passes": queue.forward_calls, "shared_passes": queue.combined_calls}
+            queue.shutdown()
+        found = folder.finish(
+            [rows[it.key] for it in items if it.key in rows], config=config, key=key,
+            model=model, complete=complete, run=run,
+            source={"images": str(a.images), "expected_masks": a.expected_masks,
+                    "count": len(items), "with_masks": len(masks)},
+        )  # fmt: skip
+    if not complete:
+        sys.stderr.write(
+            f"limecraft: interrupted: {len(rows)} of {len(items)} images are finished and kept in "
+            f"{a.out}; run the same command with --resume to finish\n"
+        )
+        return 130
+    if not a.quiet:
+        _print_audit(found, folder, made, seconds, queue)
+    return 0 if found.ok else 2
+
+
+def _print_audit(found: Any, folder: Any, made: int, seconds: float, queue: Any) -> None:
+    for line in found.sentences:
+        print(line)
+    if made:
+        extra = (
+            f"; {queue.forward_calls} forward passes, {queue.combined_calls} shared by "
+            "several images"
+            if queue is not None
+            else ""
+        )
+        print(
+            f"explained {made} images in {seconds:.1f} s "
+            f"({60 * made / seconds:.0f} images/min{extra})"
+        )
+    for name in ("audit.html", "audit.csv", "audit.json"):
+        print(f"wrote {folder.path / name}")

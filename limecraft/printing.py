@@ -1,0 +1,200 @@
+"""What ``explain`` prints: the result, then each trust check, in lines of ``name=value``
+entries separated by '; ', and one plain sentence reading the localisation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+__all__ = ["localisation_sentence", "print_summary", "print_trust", "region_label"]
+
+
+def region_label(result: Any, k: int) -> str:
+    """How the summary names region ``k``: its name if it has one, else 'region k'.
+
+    overlay.png writes the same region as its name, or as the bare id ``k``.
+    """
+    return result.region_names[k] or f"region {k}"
+
+
+def _num(x: float | None, fmt: str) -> str:
+    """A number, or 'n/a' where it was not computed."""
+    return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def print_summary(
+    result: Any, output_space: str, k: int, expected_mask: np.ndarray | None = None
+) -> None:
+    """The result in lines of ``name=value`` entries separated by '; ', one list item a line."""
+    from limecraft_core import render
+
+    label = json.dumps(result.class_labels[0], ensure_ascii=False)
+    print(
+        f"target={label}; class={result.target}; {output_space}={result.predictions[0]:.3f}; "
+        f"regions={result.n_regions}; R^2={result.score:.3f}; time={result.timings['total_s']:.2f} s"
+    )
+    run, asked = result.run, result.config.sampling.samples
+    print(
+        f"run: samples={run.samples_used}; allowed={asked}; "
+        f"stopped early={'yes' if run.samples_used < asked else 'no'}; "
+        f"model passes={run.model_passes}; precision={run.precision}"
+    )
+    if run.precision_reason:
+        print(f"precision: {run.precision_reason}")
+    chosen = render.tinted_regions(result.weights, k=k)
+    if chosen.ids:
+        print(
+            f"regions tinted in overlay.png with the largest |weight| first (green: for {label}; "
+            f"red: against; delta: the drop in {output_space} when only that region is hidden):"
+        )
+    else:
+        print("no region has a non-zero weight; overlay.png tints none")
+    for r in chosen.ids:
+        print(
+            f"  {region_label(result, r)}: weight={result.weights[r]:+.4f}; "
+            f"delta={_num(result.deltas[0, r], '+.4f')}"
+        )
+    rest = result.n_regions - len(chosen.ids)
+    if rest:
+        print(
+            f"{rest} other regions are not tinted (under {render.MIN_SHARE:.0%} of the largest "
+            f"|weight| or beyond the top {k} of their side); explanation.json lists every region"
+        )
+    print_trust(result, expected_mask)
+
+
+def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
+    from limecraft_core.trust import name_regions
+
+    t = result.trust
+    if t.stability is not None:
+        st = t.stability
+        two_parts = ""
+        if st.conclusion:  # the verdict in two parts: the conclusion, then the detail
+            who = " + ".join(
+                f"{region_label(result, i)} ({'for' if sign > 0 else 'against'})"
+                for i, sign in zip(st.conclusion, st.conclusion_signs, strict=True)
+            )
+            detail = {True: "settled", False: "not settled", None: "not judged"}
+            lead = "" if st.conclusion_lead is None else f"lead={st.conclusion_lead:.1f} sd; "
+            two_parts = (
+                f"conclusion={who}; held in={st.conclusion_agreement:.0%} of the runs; {lead}"
+                f"detail={detail[st.detail_settled]}; "
+            )
+        print(
+            f"stability: {'resamples' if st.source == 'stream' else 'repeats'}="
+            f"{st.runs.split()[0]}; verdict={st.verdict}; {two_parts}"
+            f"regions that matter={len(st.matter)}; "
+            f"Kendall's W over them={st.matter_kendall_w:.3f}; "
+            f"top-{min(5, max(1, len(st.matter)))} overlap={st.matter_topk:.2f}; "
+            f"sign flips among them={st.matter_sign_flips:.0%}; "
+            f"Kendall's W top-10={st.kendall_w:.3f}"
+        )
+        print(f"verdict: {name_regions(st.reason, lambda i: region_label(result, i))}")
+        unsure = st.inconsistent_sign
+        if unsure:
+            print(
+                f"sign entropy (bits) of the {len(unsure)} regions that change sign across "
+                f"the {st.runs}: "
+                + "; ".join(
+                    f"{region_label(result, i)}={st.sign_entropy[i]:.2f}" for i in unsure[:10]
+                )
+                + (" …" if len(unsure) > 10 else "")
+            )
+    if t.convergence is not None:
+        c = t.convergence
+        if c.needed:
+            print(f"convergence: stable (the verdict's rule) from {c.needed} samples on")
+        else:
+            print(f"convergence: not stable within {c.sizes[-1]} samples: use more")
+    if t.kernel_sweep is not None:
+        ks = t.kernel_sweep
+        print(
+            "kernel sweep R^2: "
+            + "; ".join(
+                f"{'uniform' if w == 'uniform' else f'width {w:g}'}={r2:.3f}"
+                for w, r2 in zip(ks.widths, ks.scores, strict=True)
+            )
+        )
+        sensitive = "; ".join(region_label(result, r) for r in ks.sensitive) or "none"
+        print(f"width-sensitive regions: {sensitive}")
+    if t.faithfulness is not None:
+        f = t.faithfulness
+        print(
+            f"faithfulness: deletion AUC={f.deletion_auc:.3f}; "
+            f"random deletion AUC={f.random_deletion_auc:.3f}; insertion AUC={f.insertion_auc:.3f}; "
+            f"random insertion AUC={f.random_insertion_auc:.3f}; "
+            f"held-out R^2={_num(f.heldout_r2, '.3f')}"
+        )
+    if t.irof is not None:  # the field's metrics (definitions in explanation.json)
+        print(
+            f"field metrics: IROF={t.irof.value:.2f}; IROF per region={t.irof.per_region:.3f}; "
+            f"ROAD gap={t.road.value:.3f}; ROAD MoRF area={t.road.morf_area:.3f}; "
+            f"ROAD LeRF area={t.road.lerf_area:.3f}; "
+            f"faithfulness correlation={t.faithfulness_correlation.value:.3f}; "
+            f"sparseness={t.sparseness.value:.3f}"
+        )
+        print(
+            "reading: higher is better for IROF and the ROAD gap and LeRF area and the "
+            "faithfulness correlation; lower is better for the ROAD MoRF area; higher sparseness "
+            "means fewer regions carry the weight"
+        )
+    if t.localisation is not None:
+        _print_localisation(result, t.localisation, expected_mask)
+    if t.fills is not None:
+        fc = t.fills
+        print("fills (the top region; Spearman = rank agreement with the main fill):")
+        for i, (name, top, rho) in enumerate(zip(fc.fills, fc.top1, fc.spearman[0], strict=True)):
+            main = " (main)" if i == 0 else ""
+            print(f"  {name}{main}: top={region_label(result, top)}; Spearman={rho:.2f}")
+
+
+def _print_localisation(result: Any, loc: Any, area: np.ndarray | None) -> None:
+    """The localisation line in ``name=value`` entries, then one sentence reading it."""
+    names = [str(r) if not result.region_names[r] else result.region_names[r] for r in loc.regions]
+    shown = " / ".join(names[:8]) + (" / …" if len(names) > 8 else "")
+    print(
+        f"localisation: expected regions={loc.expected}"
+        + (f" ({shown})" if names else "")
+        + f"; relevance mass={loc.relevance_mass:.2f}"
+        f"; relevance rank accuracy={loc.relevance_rank_accuracy:.2f}"
+        f"; pointing game={'hit' if loc.pointing_game else 'miss'}"
+        f"; mask coverage={_num(loc.mask_coverage, '.2f')}"
+    )
+    print(localisation_sentence(result, loc, area))
+
+
+def localisation_sentence(result: Any, loc: Any, area: np.ndarray | None = None) -> str:
+    """One plain sentence (no commas) reading a Localisation of ``result``.
+
+    With the expected ``area`` ((H, W) bool), a top region outside it that still overlaps it
+    says how much of it does (an area split between regions, e.g. a tag's frame and its fill).
+    """
+    mass = f"relevance mass {loc.relevance_mass:.2f}"
+    if loc.expected == 0:
+        return (
+            "no region lies at least half inside the expected area so nothing can be measured: "
+            "use smaller regions or draw the area as a region (--regions-mask)"
+        )
+    if loc.positive_mass <= 0:
+        return "no region has a positive weight so none of it falls inside the expected area"
+    top_id = int(np.argmax(result.weights))
+    top = region_label(result, top_id)
+    if loc.pointing_game:
+        how = "most of" if loc.relevance_mass >= 0.5 else "only a small part of"
+        text = (
+            f"the top region is inside the expected area and carries {how} the positive "
+            f"weight: {mass}"
+        )
+    else:
+        share = float(area[result.segments == top_id].mean()) if area is not None else 0.0
+        part = f" ({share:.0%} of its pixels are inside)" if share > 0 else ""
+        text = f"the model's top region ({top}) is outside the area you expected{part}: {mass}"
+    if loc.mask_coverage is not None and loc.mask_coverage < 0.5:
+        text += (
+            f"; the expected regions cover only {loc.mask_coverage:.0%} of the area"
+            " (draw it as a region with --regions-mask for a closer measure)"
+        )
+    return text
