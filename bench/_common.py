@@ -8,20 +8,25 @@ import puts the repository's root on ``sys.path`` so that ``limecraft_core``, ``
 
 from __future__ import annotations
 
-import statistics
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before anything that loads torch: a script imports this module first
+
+import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 __all__ = ["ROOT", "chelsea", "median_time", "spearman", "timed"]
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 T = TypeVar("T")
 
