@@ -580,10 +580,13 @@ def live_result(
     stb = p.stability
     if stb is None:
         verdict = ":gray-badge[not judged yet] (from 200 samples on)"
-    else:
-        why = named_reason(stb.reason, reg.names).split(": ", 1)[-1]
+    else:  # the conclusion, then its detail on a line of its own (as the result shows them)
+        conclusion, detail = lc.trust.split_verdict(stb.reason)
+        why = named_reason(conclusion, reg.names).split(": ", 1)[-1]
         when = "so far" if stb.samples in (None, p.samples) else f"at {stb.samples} samples"
         verdict = f"{VERDICT_TEXT[stb.verdict]} {when}: {md(why)}"
+        if detail:
+            verdict += f"  \nThe detail: {md(named_reason(detail, reg.names))}."
     with slot.container(border=True):
         st.markdown(
             f"**Live result for {md(label)}** · {p.samples} of up to {p.allowed} samples  \n"
