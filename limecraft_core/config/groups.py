@@ -8,7 +8,7 @@ from typing import Any
 
 from .._validate import LimecraftError
 from ..fill_table import FILLS
-from ..limits import METHODS, SCHEMES
+from ..limits import SCHEMES, SEGMENTERS
 from .fields import DEVICES, OUTPUT_SPACES, PRECISIONS, FieldSpec
 from .kinds import KINDS, check_value
 
@@ -56,7 +56,7 @@ class SegmentationConfig(_Group):
         "superpixel method (quickshift with lime's parameters by default; 'given': a finished "
         "label map)",
         "choice",
-        choices=(*METHODS, "given"),
+        choices=(*SEGMENTERS, "given"),
         flat="segmentation",
         page="craft",
     )
@@ -85,7 +85,7 @@ class SegmentationConfig(_Group):
         "slic",
         "superpixel method inside handcrafted regions",
         "choice",
-        choices=METHODS,
+        choices=SEGMENTERS,
         page="craft",
     )
     outer_segments: int | None = _f(

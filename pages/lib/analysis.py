@@ -1139,7 +1139,7 @@ class _SegDoc(Schema):
     method: Annotated[
         str,
         BeforeValidator(
-            one_of(lc.METHODS, f"segmentation method must be one of {', '.join(lc.METHODS)}")
+            one_of(lc.SEGMENTERS, f"segmentation method must be one of {', '.join(lc.SEGMENTERS)}")
         ),
     ] = None  # type: ignore[assignment]
     n_segments: Annotated[int, _int("segmentation n_segments", int(_N[0]), int(_N[1]))] = None  # type: ignore[assignment]
