@@ -248,7 +248,7 @@ def bench_segmentation(repeats: int) -> dict[str, Any]:
     """A 12-megapixel photo (4000x3000) at each method's working size."""
     img = (transform.resize(data.astronaut(), (3000, 4000), order=1) * 255).astype(np.uint8)
     out: dict[str, Any] = {}
-    for method in lc.METHODS:
+    for method in lc.SEGMENTERS:
         t, labels = median_time(lambda m=method: lc.segment(img, m), repeats)
         out[method] = {
             "seconds": t,

@@ -28,7 +28,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ModelError",
     ),
     ".limits": (
-        "METHODS",
+        "SEGMENTERS",
         "SCHEMES",
     ),
     ".classifier": (
@@ -122,10 +122,10 @@ __all__ = [
     "EDIT_KINDS",
     "FILLS",
     "MAX_PIXELS",
-    "METHODS",
     "MIN_SIDE",
     "OUTPUT_SPACES",
     "SCHEMES",
+    "SEGMENTERS",
     "Cancelled",
     "Classifier",
     "Edit",

@@ -18,9 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._system import cpu_flags
 from ._validate import LimecraftError, ModelError, as_float_image, check_choice, check_int
 from .fill_table import Fill
-from .io.system import cpu_flags
 from .tensors import resize_chw, to_chw
 
 __all__ = [

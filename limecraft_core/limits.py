@@ -11,15 +11,15 @@ from dataclasses import dataclass
 
 from ._validate import MAX_PIXELS
 
-__all__ = ["LIMITS", "METHODS", "PARAM_RANGES", "SCHEMES", "THRESHOLDS", "Limit"]
+__all__ = ["LIMITS", "PARAM_RANGES", "SCHEMES", "SEGMENTERS", "THRESHOLDS", "Limit"]
 
 # The choices of the settings whose values are names. They live here, beside the ranges, so that
 # the settings schema (``config``) needs neither torch nor scikit-image: ``perturbation`` and
 # ``segmentation`` import them from here.
 #: Perturbation sampling schemes (see :func:`limecraft_core.perturb.sample_masks`).
 SCHEMES = ("bernoulli", "stratified", "antithetic", "glime")
-#: Superpixel methods (see :func:`limecraft_core.regions.segment`).
-METHODS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
+#: The segmenters: the superpixel methods (see :func:`limecraft_core.regions.segment`).
+SEGMENTERS = ("quickshift", "slic", "felzenszwalb", "watershed", "grid")
 #: Valid range of every segmentation method parameter: (low, high, low is open, is an integer).
 PARAM_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "n_segments": (1, 5000, False, True),

@@ -20,8 +20,8 @@ import numpy as np
 
 from . import __version__
 from ._validate import LimecraftError
+from .codecs.schema import check, read_json
 from .config import ExplainConfig
-from .io.schema import check, read_json
 from .result_file import (
     JSON_FORMAT,
     JSON_VERSION,

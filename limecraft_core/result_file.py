@@ -1,6 +1,6 @@
 """The explanation file's parts that are not the result itself: its format name and version,
 :class:`RunInfo` (what was resolved while an explanation ran), and its schema
-(``ExplanationDoc``, read through the one validation layer, :mod:`limecraft_core.io.schema`).
+(``ExplanationDoc``, read through the one validation layer, :mod:`limecraft_core.codecs.schema`).
 
 :meth:`limecraft_core.Explanation.from_dict` checks a file with ``ExplanationDoc`` and builds the
 result from what it parsed; every check's message names the part that is wrong.
@@ -18,10 +18,10 @@ import numpy as np
 from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 
 from ._validate import MAX_PIXELS, LimecraftError
+from .codecs.npz import encode_npz, is_map, load_npz, npz_members
+from .codecs.schema import Bad, Schema, fixed
 from .config import ExplainConfig
 from .config import fields as setting_fields
-from .io.npz import encode_npz, is_map, load_npz, npz_members
-from .io.schema import Bad, Schema, fixed
 from .trust import TrustResults
 
 __all__ = ["JSON_FORMAT", "JSON_VERSION", "TRUST_KEYS", "ExplanationDoc", "RunInfo", "encode_array"]

@@ -49,7 +49,7 @@ import torch
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
 from limecraft_core._validate import check_choice, check_int
 from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
-from limecraft_core.io.npz import encode_npz, load_npy, load_npz, npz_members
+from limecraft_core.codecs.npz import encode_npz, load_npy, load_npz, npz_members
 from limecraft_core.perturb import Fill
 from limecraft_core.tensors import resize_chw
 from models import registry

@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from limecraft_core import Classifier, LimecraftError, ModelError
-from limecraft_core.io.npz import encode_npy
+from limecraft_core.codecs.npz import encode_npy
 from limecraft_core.perturb import FILLS, Fill, compose_batch, default_batch_size
 from models.registry import load_classifier, model_info
 

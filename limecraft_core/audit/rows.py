@@ -12,8 +12,8 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, create
 from pydantic_core import ErrorDetails
 
 from .._validate import LimecraftError, check_int
+from ..codecs.schema import Bad, check, one_of
 from ..config import AUDIT_DEFAULTS, ExplainConfig
-from ..io.schema import Bad, check, one_of
 from ..limits import THRESHOLDS
 from ..result import Explanation
 

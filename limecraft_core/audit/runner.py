@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import Cancelled, LimecraftError, check_int
-from ..classifier import ModelError
+from .._validate import Cancelled, LimecraftError, ModelError, check_int
 from ..config import IN_FLIGHT, ExplainConfig
+from ..explain import explain
 from ..result import Explanation
 from ..scorer import Scorer
 from .rows import AuditRow, audit_row, error_row, location_grid
@@ -78,8 +78,6 @@ def _audit_one(
 def _explain_one(
     item: AuditItem, scorer: Scorer, config: ExplainConfig, stop: threading.Event
 ) -> AuditOutcome:
-    from ..explain import explain
-
     t0 = time.perf_counter()
     try:
         inp = item.load()

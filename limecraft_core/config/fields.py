@@ -1,12 +1,15 @@
-"""One setting's description (``FieldSpec``: its help, kind, page, choices and range); the kinds of value, and how each is checked, are ``kinds.KINDS``."""
+"""One setting's description (``FieldSpec``: its help, kind, page, choices and range).
+
+The kinds of value, and how each is checked, are ``kinds.KINDS``, one floor up: a kind's check
+reads the setting it checks.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..limits import LIMITS
-from .kinds import KINDS
 
 OUTPUT_SPACES = ("probability", "raw")
 
@@ -56,34 +59,3 @@ class FieldSpec:
     @property
     def limit(self):
         return LIMITS.get(self.name)
-
-
-def _f(
-    default: Any,
-    help: str,
-    kind: str,
-    *,
-    choices: tuple[str, ...] = (),
-    optional: bool = False,
-    flat: str | None = None,
-    page: str = "explain",
-) -> Any:
-    assert kind in KINDS, kind
-    meta = {
-        "help": help,
-        "kind": kind,
-        "choices": choices,
-        "optional": optional,
-        "flat": flat,
-        "page": page,
-    }
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def _check(spec: FieldSpec, v: Any) -> Any:
-    """The value of one field, checked and normalised by its kind (``kinds.KINDS``)."""
-    if v is None and spec.optional:
-        return None
-    return KINDS[spec.kind].check(spec, v)

@@ -3,13 +3,39 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._validate import LimecraftError
 from ..fill_table import FILLS
-from ..limits import METHODS, SCHEMES
-from .fields import DEVICES, OUTPUT_SPACES, PRECISIONS, FieldSpec, _check, _f
+from ..limits import SCHEMES, SEGMENTERS
+from .fields import DEVICES, OUTPUT_SPACES, PRECISIONS, FieldSpec
+from .kinds import KINDS, check_value
+
+
+def _f(
+    default: Any,
+    help: str,
+    kind: str,
+    *,
+    choices: tuple[str, ...] = (),
+    optional: bool = False,
+    flat: str | None = None,
+    page: str = "explain",
+) -> Any:
+    """A group's field: its default, and its help, kind and page as metadata (``FieldSpec``)."""
+    assert kind in KINDS, kind
+    meta = {
+        "help": help,
+        "kind": kind,
+        "choices": choices,
+        "optional": optional,
+        "flat": flat,
+        "page": page,
+    }
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 class _Group:
@@ -18,7 +44,7 @@ class _Group:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             spec = _spec(type(self), f)
-            object.__setattr__(self, f.name, _check(spec, getattr(self, f.name)))
+            object.__setattr__(self, f.name, check_value(spec, getattr(self, f.name)))
 
 
 @dataclass(frozen=True)
@@ -30,7 +56,7 @@ class SegmentationConfig(_Group):
         "superpixel method (quickshift with lime's parameters by default; 'given': a finished "
         "label map)",
         "choice",
-        choices=(*METHODS, "given"),
+        choices=(*SEGMENTERS, "given"),
         flat="segmentation",
         page="craft",
     )
@@ -59,7 +85,7 @@ class SegmentationConfig(_Group):
         "slic",
         "superpixel method inside handcrafted regions",
         "choice",
-        choices=METHODS,
+        choices=SEGMENTERS,
         page="craft",
     )
     outer_segments: int | None = _f(

@@ -2,7 +2,7 @@
 from text (the command line), written as text, and written to JSON.
 
 A setting (``FieldSpec``) names its kind; every front end reads the kind from here: the engine's
-checks (:func:`limecraft_core.config.fields._check`), the command line's ``--flag VALUE``
+checks (:func:`check_value`), the command line's ``--flag VALUE``
 (:func:`limecraft_core.config.parse_text`), the analysis files' JSON
 (:meth:`limecraft_core.config.ExplainConfig.to_dict`) and the app's widgets
 (``pages/lib/config_form.py``'s ``WIDGETS``, keyed by the same names). A new kind is one row
@@ -16,14 +16,12 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._validate import LimecraftError, check_choice, check_int
 from ..fill_table import check_fill_name
 from ..limits import LIMITS, PARAM_RANGES
-
-if TYPE_CHECKING:
-    from .fields import FieldSpec
+from .fields import FieldSpec
 
 
 def _jsonable(v: Any) -> Any:
@@ -232,3 +230,10 @@ KINDS: dict[str, Kind] = {
         Kind("working_size", _working_size, lambda t: t if t == "auto" else int(t), "working_size"),
     )
 }
+
+
+def check_value(spec: FieldSpec, v: Any) -> Any:
+    """The value of one setting, checked and normalised by its kind."""
+    if v is None and spec.optional:
+        return None
+    return KINDS[spec.kind].check(spec, v)

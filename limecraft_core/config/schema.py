@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._validate import LimecraftError
-from .fields import FieldSpec, _check
+from .fields import FieldSpec
 from .groups import (
     GROUPS,
     FillConfig,
@@ -20,7 +20,7 @@ from .groups import (
     TrustConfig,
     _spec,
 )
-from .kinds import KINDS
+from .kinds import KINDS, check_value
 
 
 def fields() -> tuple[FieldSpec, ...]:
@@ -141,7 +141,7 @@ def spec(name: str) -> FieldSpec:
 def check_setting(name: str, value: Any) -> Any:
     """One setting's value, checked by its field's own rule (not the rules between fields,
     which :class:`ExplainConfig` checks once every value is known)."""
-    return _check(spec(name), value)
+    return check_value(spec(name), value)
 
 
 def parse_text(spec_: FieldSpec, text: str) -> Any:

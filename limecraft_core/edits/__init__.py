@@ -8,9 +8,10 @@ returned. Images of any size from 1x1 up are accepted.
 
 The rooms: :mod:`.edit` (``Edit``, ``EditResult`` and the checks), :mod:`.apply`
 (``apply_edit``, ``apply_edits``), :mod:`.geometry` (move, rotate, scale;
-``transform_mask``), :mod:`.pixels` (recolour, blur, fills) and :mod:`.watermark` (the
-ImageNet-W watermark: ``add_watermark``, ``watermark_mask``) and :mod:`.transplant` (a region
-pasted into other images, and the insertion test that proves a shortcut).
+``transform_mask``), :mod:`.pixels` (recolour, blur, fills), :mod:`.watermark` (the
+ImageNet-W watermark: ``add_watermark``, ``watermark_mask``) with :mod:`.fonts` (its typeface),
+and :mod:`.transplant` (a region pasted into other images, and the insertion test that proves
+a shortcut).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from limecraft_core._validate import LimecraftError, check_float, check_int
-from limecraft_core.io.fonts import watermark_font
+from limecraft_core.edits.fonts import watermark_font
 
 __all__ = [
     "WATERMARK_OPACITY",

@@ -6,14 +6,10 @@
 - :mod:`.report`: the self-contained HTML report of one explanation, and its regions' CSV;
 - :mod:`.audit_folder`: a dataset audit's folder, as the command line and the app both write
   and read it (``AuditFolder``, ``load_audit``, ``list_images``, ``unpack_zip``);
-- :mod:`.audit_report`: the audit's HTML page and CSV;
-- :mod:`.system`: what the machine says about itself (the CPU's features);
-- :mod:`.npz`: arrays as ``.npz`` bytes and back, the one decoder for arrays that someone else
-  wrote (an explanation's label map, the app's saved masks, Ray Serve's wire): headers first,
-  no pickles;
-- :mod:`.schema`: the one validation layer for untrusted JSON (analysis files, explanation
-  files, audit rows, ``audit.json``): one parse and pydantic schemas whose checks keep each
-  file's own messages.
+- :mod:`.audit_report`: the audit's HTML page and CSV.
+
+The bytes and text these files hold are decoded and checked below them, in
+:mod:`limecraft_core.codecs` (``.npz`` arrays, the JSON schemas).
 
 The HTML templates are in ``templates/``. Only :mod:`.images` is imported with the package: the
 reports and the audit folder import the engine's heavier parts, so they load when named.

@@ -49,11 +49,11 @@ from pydantic import BeforeValidator
 from .. import render
 from .._validate import LimecraftError
 from ..audit import AuditItem, AuditOutcome, AuditRow, Findings, findings, sort_rows
+from ..codecs.schema import Bad, Schema, check, fixed, read_json
 from ..config import ExplainConfig
 from ..result import Explanation
 from .dataset import _read
 from .images import decode_image, decode_mask, encode_png
-from .schema import Bad, Schema, check, fixed, read_json
 
 __all__ = [
     "FORMAT",

@@ -14,7 +14,7 @@ splits. Every label map made here holds ints 0..K-1 with no gaps, and every pixe
 
 from __future__ import annotations
 
-from ..limits import METHODS
+from ..limits import SEGMENTERS
 from .canvas import mask_from_canvas, region_at, toggle
 from .compose import compose_regions
 from .labels import COUNT_TOLERANCE, relabel, resize_nearest
@@ -25,7 +25,7 @@ from .types import Regions, masks_from_label_image, regions_from_labels
 __all__ = [
     "COUNT_TOLERANCE",
     "DEFAULT_PARAMS",
-    "METHODS",
+    "SEGMENTERS",
     "Regions",
     "compose_regions",
     "mask_from_canvas",

@@ -18,7 +18,7 @@ from .._validate import (
     check_int,
     check_label_map,
 )
-from ..limits import LIMITS, METHODS
+from ..limits import LIMITS, SEGMENTERS
 from .merge import _Atoms
 from .superpixels import (
     Progress,
@@ -98,8 +98,8 @@ def _checked(
     if outer_segments is not None:
         outer_segments = LIMITS["outer_segments"].check("outer_segments", outer_segments)
     _check_count("outer_segments", outer_segments, shape)
-    check_choice("inner method", inner_method, METHODS)
-    check_choice("outer method", outer_method, METHODS)
+    check_choice("inner method", inner_method, SEGMENTERS)
+    check_choice("outer method", outer_method, SEGMENTERS)
     inner_size = _check_working_size(working_size, inner_method)
     outer_size = _check_working_size(working_size, outer_method)
     seed = LIMITS["seed"].check("seed", seed)

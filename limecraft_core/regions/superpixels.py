@@ -21,7 +21,7 @@ from .._validate import (
     check_float,
     check_int,
 )
-from ..limits import LIMITS, METHODS, PARAM_RANGES
+from ..limits import LIMITS, PARAM_RANGES, SEGMENTERS
 from ..tensors import resize_chw, to_chw
 from .labels import (
     COUNT_TOLERANCE,
@@ -316,7 +316,7 @@ def _segment(
     progress = progress or _silent
     progress(0.0, "reading the image")
     img = as_float_image(image)
-    check_choice("segmentation method", method, METHODS)
+    check_choice("segmentation method", method, SEGMENTERS)
     if n_segments is not None:
         n_segments = LIMITS["n_segments"].check("n_segments", n_segments)
     _check_count("n_segments", n_segments, img.shape[:2])

@@ -8,6 +8,7 @@ how.
   and the audit's location map;
 - :mod:`.legends`: the legend under an overlay, and pictures stacked;
 - :mod:`.region_ids`: where each region's id goes, and the ids drawn;
+- :mod:`.fonts`: the font the ids and the legends are written in;
 - :mod:`.colours`: the colour ramps, the green and red of for and against, the tint's limits;
 - :mod:`.scores`: class probabilities from raw scores.
 """

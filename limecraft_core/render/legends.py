@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validate import LimecraftError, check_float, check_int
 from .colours import MAX_ALPHA, MIN_SHARE, NEGATIVE, POSITIVE, _u8
-from .region_ids import _font
+from .fonts import label_font
 
 
 def overlay_legend(
@@ -52,7 +52,7 @@ def overlay_legend(
     threshold = 0.0 if show_weak else min_share
     who = "the class" if class_label is None else str(class_label)
     size = int(np.clip(round(width / 36), 10, 28))
-    font, pad = _font(size), max(4, size // 2)
+    font, pad = label_font(size), max(4, size // 2)
     canvas = Image.new("RGB", (width, 8 * width), (255, 255, 255))
     draw = ImageDraw.Draw(canvas)
     y = pad

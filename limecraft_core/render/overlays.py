@@ -220,7 +220,7 @@ def weight_overlay(
     chosen = _without(chosen, grey_ids)
     picture = _paint(img, labels, w, chosen, grey_ids, max_alpha, dim_others, width)
     if texts is not None and chosen.ids:
-        picture = _draw_ids(picture, segments, chosen, texts, w)
+        picture = _draw_ids(picture, segments, chosen.ids, texts, w)
     return picture
 
 

@@ -3,44 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validate import LimecraftError
 from .colours import NEGATIVE, POSITIVE
-
-if TYPE_CHECKING:
-    from .overlays import TintedRegions
-
-
-def _font(size: int):
-    from PIL import ImageFont
-
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1 has only its small bitmap font
-        return ImageFont.load_default()
+from .fonts import label_font
 
 
 def _draw_ids(
     picture: np.ndarray,
     segments: np.ndarray,
-    chosen: TintedRegions,
+    ids: Sequence[int],
     texts: list[str],
     w: np.ndarray,
 ) -> np.ndarray:
-    """Each tinted region's text on a light box at its centre; the strongest drawn last (on top)."""
+    """Each tinted region's text on a light box at its centre: ``ids`` largest |weight| first, so
+    the strongest is drawn last (on top)."""
     from PIL import Image, ImageDraw
 
     h2, w2 = picture.shape[:2]
     sy, sx = h2 / segments.shape[0], w2 / segments.shape[1]
     size = int(np.clip(round(max(h2, w2) / 30), 10, 40))
-    font, pad = _font(size), max(2, size // 5)
+    font, pad = label_font(size), max(2, size // 5)
     layer = Image.new("RGBA", (w2, h2), (0, 0, 0, 0))
     draw = ImageDraw.Draw(layer)
-    where = {r: (x * sx, y * sy) for r, x, y in _positions(segments, chosen.ids)}
-    for region in reversed(chosen.ids):
+    where = {r: (x * sx, y * sy) for r, x, y in _positions(segments, ids)}
+    for region in reversed(ids):
         x, y = where[region]
         left, top, right, bottom = draw.textbbox((x, y), texts[region], font=font, anchor="mm")
         box = [left - pad, top - pad, right + pad, bottom + pad]

@@ -31,8 +31,8 @@ def superpixel_controls(s: state.AppState) -> None:
     c1, c2, c3 = st.columns([2, 2, 2])
     method = c1.selectbox(
         "Superpixels",
-        lc.METHODS,
-        index=lc.METHODS.index(s.seg.method),
+        lc.SEGMENTERS,
+        index=lc.SEGMENTERS.index(s.seg.method),
         key=state.wkey("seg_method"),
     )
     n = c2.slider("Target number of regions", 4, 300, s.seg.n_segments, key=state.wkey("seg_n"))

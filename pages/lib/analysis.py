@@ -32,11 +32,11 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
 import limecraft_core as lc
 from limecraft_core._validate import MAX_PIXELS
 from limecraft_core.classifier import NORMALIZATIONS
+from limecraft_core.codecs.npz import encode_npz, is_map, load_npz, npz_members
+from limecraft_core.codecs.schema import Bad, Schema, check, fixed, one_of, read_json
 from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image, encode_png
-from limecraft_core.io.npz import encode_npz, is_map, load_npz, npz_members
-from limecraft_core.io.schema import Bad, Schema, check, fixed, one_of, read_json
 from limecraft_core.limits import LIMITS
 from models import registry
 
@@ -1151,7 +1151,7 @@ class _SegDoc(Schema):
     method: Annotated[
         str,
         BeforeValidator(
-            one_of(lc.METHODS, f"segmentation method must be one of {', '.join(lc.METHODS)}")
+            one_of(lc.SEGMENTERS, f"segmentation method must be one of {', '.join(lc.SEGMENTERS)}")
         ),
     ] = None  # type: ignore[assignment]
     n_segments: Annotated[int, _int("segmentation n_segments", int(_N[0]), int(_N[1]))] = None  # type: ignore[assignment]

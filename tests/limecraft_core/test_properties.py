@@ -103,7 +103,7 @@ def test_regions_from_any_label_map_conserve_pixels(labels):
 @FAST
 @given(
     image=images(1, 24),
-    method=st.sampled_from(lc.METHODS),
+    method=st.sampled_from(lc.SEGMENTERS),
     n=st.one_of(st.none(), st.integers(1, 40)),
 )
 def test_segment_any_image_gives_contiguous_labels(image, method, n):

@@ -255,7 +255,7 @@ def explain(at, samples: int = 100, repeats: int = 1) -> lc.Explanation:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", lc.METHODS)
+@pytest.mark.parametrize("method", lc.SEGMENTERS)
 def test_the_recorded_segmentation_is_the_one_chosen_on_craft(method):
     at = run_app()
     at.switch_page(CRAFT).run()

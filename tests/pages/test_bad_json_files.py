@@ -1,6 +1,6 @@
 """Every bad JSON file a user can hand LIMEcraft (an analysis, an explanation, an audit row,
 an ``audit.json``) is refused with one exact line, through the one schema layer
-(``limecraft_core/io/schema.py``).
+(``limecraft_core/codecs/schema.py``).
 
 The messages below were recorded from the hand-written validators before the schema replaced
 them, and the schema had to give the same words. Seven explanation messages and two analysis

@@ -371,7 +371,7 @@ def test_cli_refuses_unreadable_text_for_every_field_in_one_line(capsys, name):
 # ----------------------------------------------------------------------------- what ran is recorded
 
 
-@pytest.mark.parametrize("method", lc.METHODS)
+@pytest.mark.parametrize("method", lc.SEGMENTERS)
 def test_each_segmentation_method_is_recorded_as_it_ran(photo, method):
     kw = {"n_segments": 20, "seed": 3, "working_size": 64}
     ex = lc.explain(photo, ChannelMeans(), segmentation=method, samples=20, **kw)

@@ -74,7 +74,8 @@ def test_a_bad_text_says_what_its_kind_expects():
 def test_a_toy_kind_plugs_in_through_the_tables(monkeypatch):
     """A new kind is a row in KINDS and a widget in WIDGETS: the checks, the command line's
     reading and JSON use it with no other change."""
-    from limecraft_core.config.fields import FieldSpec, _check
+    from limecraft_core.config.fields import FieldSpec
+    from limecraft_core.config.kinds import check_value
 
     def check(spec, v):
         if not (isinstance(v, str) and v.isupper()):
@@ -86,9 +87,9 @@ def test_a_toy_kind_plugs_in_through_the_tables(monkeypatch):
     monkeypatch.setitem(WIDGETS, "shout", lambda s, v, col, key, label, help_: v)
     spec = FieldSpec("word", "trust", "word", "shout", "a word", "HI", False)
     assert parse_text(spec, "hello") == "HELLO"
-    assert _check(spec, "HELLO") == "HELLO"
+    assert check_value(spec, "HELLO") == "HELLO"
     with pytest.raises(LimecraftError, match="in capitals"):
-        _check(spec, "hello")
+        check_value(spec, "hello")
     assert KINDS[spec.kind].to_json("HELLO") == "hello"
     assert setting_widget(spec, "HI", col=None) == "HI"
 

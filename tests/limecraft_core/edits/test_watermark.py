@@ -100,7 +100,7 @@ def test_a_tiny_image_gets_a_sentence():
 def test_the_watermark_without_its_package_names_it(monkeypatch):
     import sys
 
-    from limecraft_core.io import fonts
+    from limecraft_core.edits import fonts
 
     monkeypatch.setitem(sys.modules, "imagenet_w", None)  # the import now fails
     monkeypatch.setitem(sys.modules, "imagenet_w.watermark_transform", None)

@@ -8,7 +8,7 @@ from scipy.stats import binom, chi2
 from toys import ChannelMeans, Recorder
 
 from limecraft_core import (
-    METHODS,
+    SEGMENTERS,
     LimecraftError,
     compose_batch,
     compose_regions,
@@ -148,7 +148,7 @@ def _check_every_region_hidden_in_model_input(image, regions_kwargs, fill="#00ff
     return res
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SEGMENTERS)
 def test_every_region_is_perturbed_for_every_method(photo, method):
     res = _check_every_region_hidden_in_model_input(
         photo, {"segmentation": method, "n_segments": 25}

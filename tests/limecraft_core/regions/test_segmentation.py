@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from limecraft_core import (
-    METHODS,
+    SEGMENTERS,
     LimecraftError,
     compose_regions,
     masks_from_label_image,
@@ -25,7 +25,7 @@ def assert_contiguous(labels: np.ndarray) -> None:
     assert np.array_equal(ids, np.arange(len(ids)))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SEGMENTERS)
 def test_every_method_gives_contiguous_labels_at_image_size(photo, method):
     before = photo.copy()
     labels = segment(photo, method, n_segments=30)
@@ -43,7 +43,7 @@ def test_target_region_count_is_roughly_met(photo, method, target):
 
 
 def test_more_segments_asked_gives_more_regions(photo):
-    for method in METHODS:
+    for method in SEGMENTERS:
         few = segment(photo, method, n_segments=10).max() + 1
         many = segment(photo, method, n_segments=100).max() + 1
         assert many > few, method
@@ -227,7 +227,7 @@ def count_met(k: int, n: int) -> bool:
 
 @pytest.mark.parametrize("size", [(64, 48), (600, 400), (4000, 200), (200, 4000)])
 @pytest.mark.parametrize("image", [gradient, noise, demo])
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SEGMENTERS)
 def test_the_count_asked_for_is_met_at_any_size(method, image, size):
     img = image(*size)
     labels = segment(img, method, n_segments=30, working_size=APP_WORKING_SIZES.get(method, 512))
@@ -265,7 +265,7 @@ def test_a_flat_image_says_why_the_count_is_not_met():
     assert "flat colour" in regions.note and "grid" in regions.note and "40" in regions.note
     # merges and splits keep the note
     assert merge_regions(segment_regions(flat, "grid", 4), [0, 1]).note == ""
-    for method in METHODS:
+    for method in SEGMENTERS:
         r = segment_regions(flat, method, n_segments=40)
         assert count_met(r.n_regions, 40) or "flat colour" in r.note, method
         assert_contiguous(r.labels)

@@ -1,4 +1,4 @@
-"""The one .npz decoder (limecraft_core/io/npz.py): headers before data, no pickles, and a
+"""The one .npz decoder (limecraft_core/codecs/npz.py): headers before data, no pickles, and a
 ValueError for anything that is not an .npz of plain arrays."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from limecraft_core.io.npz import encode_npy, encode_npz, load_npy, load_npz, npz_members
+from limecraft_core.codecs.npz import encode_npy, encode_npz, load_npy, load_npz, npz_members
 
 
 @pytest.mark.parametrize("compress", [True, False])

@@ -1,5 +1,9 @@
-"""What the machine says about itself, read from the files the system keeps (the one place in
-the engine that does, so the rest of it reads no file)."""
+"""What the machine says about itself: the CPU's features, from ``/proc/cpuinfo``.
+
+It sits on the ground, below the classifier that asks it (for the bf16 choice), and it is the
+one engine module outside ``io/`` that reads a file: the kernel's own description of the CPU,
+not a user's file (``tests/test_layers.py`` names it).
+"""
 
 from __future__ import annotations
 

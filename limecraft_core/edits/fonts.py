@@ -1,4 +1,7 @@
-"""Fonts read from disk: the ImageNet-W watermark's typeface, shipped by the ``imagenet-w`` package."""
+"""The watermark's typeface: Source Han Serif SC, shipped by the ``imagenet-w`` package.
+
+Beside :mod:`.watermark`, its one user: PIL loads the font by its path, so no file is opened here.
+"""
 
 from __future__ import annotations
 
