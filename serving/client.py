@@ -33,8 +33,9 @@ from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_array
 from limecraft_core.io.npz import load_npy
 from limecraft_core.perturb import Fill
 from limecraft_core.tensors import resize_chw
+from models.source import RAY_ADDRESS_ENV
 
-from .config import ENV_FALLBACK, ENV_READ_TIMEOUT, ENV_TIMEOUT, RAY_ADDRESS_ENV, RemoteConfig
+from .config import ENV_FALLBACK, ENV_READ_TIMEOUT, ENV_TIMEOUT, RemoteConfig
 from .wire import encode_arrays, pack_masks, scene_key, small_labels
 
 __all__ = ["RemoteScorer", "RemoteStatus"]

@@ -37,7 +37,6 @@ __all__ = [
     "ENV_ROUTE",
     "ENV_TIMEOUT",
     "FALLBACKS",
-    "RAY_ADDRESS_ENV",
     "RemoteConfig",
     "remote_config",
     "remote_configured",

@@ -13,9 +13,10 @@ from typing import Any
 
 from limecraft_core import Classifier, LimecraftError
 from models import registry
+from models.source import RAY_ADDRESS_ENV
 
 from .client import RemoteScorer
-from .config import RAY_ADDRESS_ENV, remote_config
+from .config import remote_config
 from .workqueue import QueuedScorer, QueueStatus, WorkQueue
 
 __all__ = ["load_scorer", "queued"]
