@@ -49,7 +49,8 @@ import torch
 from limecraft_core import explain, segment
 from models import demo
 from models.registry import load_classifier
-from serving.remote import RemoteConfig, RemoteScorer
+from serving.client import RemoteScorer
+from serving.config import RemoteConfig
 
 
 def _free_port() -> int:

@@ -1,1 +1,1 @@
-"""Offline demo models shipped with LIMEcraft."""
+"""The models layer: the registry, each source beside its backend, the demo model, samples."""

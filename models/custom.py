@@ -28,8 +28,12 @@ import torch
 import torchvision.models as tvm
 
 from limecraft_core import LimecraftError
+from limecraft_core._validate import check_int
 
-__all__ = ["MAX_MODEL_BYTES", "load_model_file"]
+from . import formats
+from .source import Ask, Source
+
+__all__ = ["MAX_MODEL_BYTES", "SOURCE", "load_model_file"]
 
 #: Largest model file accepted (``LIMECRAFT_MAX_MODEL_BYTES`` overrides), 2 GiB by default.
 MAX_MODEL_BYTES = int(os.environ.get("LIMECRAFT_MAX_MODEL_BYTES", str(2 << 30)))
@@ -291,3 +295,45 @@ def file_format(path: str | Path, *, arch: str | None = None) -> str:
     if p.suffix.lower() == ".pt2" or any(n.endswith("archive_format") for n in names):
         return "torch.export (.pt2)"
     return "TorchScript"
+
+
+# --- the registry's source ------------------------------------------------------------------
+
+
+def _is_model_file(spec: str, arch: str | None) -> bool:
+    return (
+        arch is not None
+        or any(sep in spec for sep in ("/", "\\"))
+        or Path(spec).suffix.lower() in formats.TORCH.suffixes
+    )
+
+
+def _fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    fixed = getattr(module, "limecraft_input_size", None)
+    size = ask.input_size
+    if size is not None:  # out of range: the same message as for any model
+        check_int("input_size", size, 8, 4096)
+    if fixed is not None and size is not None and (size, size) != fixed:
+        raise LimecraftError(
+            f"model file {Path(spec).name!r} was exported for {fixed[0]}x{fixed[1]} inputs, "
+            f"so input size {size} does not fit it: leave the input size out (it is read "
+            "from the program), or export the model again with a dynamic height and width"
+        )
+    return dict(
+        input_size=size or fixed or 224,
+        normalize=ask.normalize or "none",
+        labels=ask.labels,
+        name=Path(spec).name,
+    )
+
+
+#: torch model files (``.pt2``, TorchScript, a state_dict with its ``arch``), and any path; a
+#: file says what it is only when it is loaded (no ``info``).
+SOURCE = Source(
+    "file",
+    matches=_is_model_file,
+    info=None,
+    load=lambda spec, arch, *_: load_model_file(spec, arch=arch),
+    fit=_fit,
+    format=formats.TORCH,
+)

@@ -25,12 +25,16 @@ import torch
 from skimage.draw import disk, polygon
 from torch import nn
 
+from limecraft_core import LimecraftError
 from limecraft_core.tensors import to_chw
+
+from .source import Ask, ModelInfo, Source
 
 __all__ = [
     "CLASS_NAMES",
     "IMAGE_SIZE",
     "MODES",
+    "SOURCE",
     "TAG_COLOURS",
     "TAG_COLOUR_NAMES",
     "TRAIN_AGREEMENT",
@@ -518,3 +522,47 @@ def load_demo_model(*, fold: bool = True) -> DemoNet:
     model.load_state_dict(state)
     model.eval()
     return fold_batch_norms(model) if fold else model
+
+
+# --- the registry's source ------------------------------------------------------------------
+
+
+def _info(spec: str) -> ModelInfo:
+    ready = WEIGHTS_PATH.exists()
+    return ModelInfo(
+        name="demo",
+        kind="demo",
+        input_size=IMAGE_SIZE,
+        num_classes=len(CLASS_NAMES),
+        normalize="none",
+        ready=ready,
+        reason="" if ready else f"{WEIGHTS_PATH} is missing; run {TRAIN_COMMAND}",
+        description="LIMEcraft's shapes classifier with a planted shortcut (offline)",
+    )
+
+
+def _load(*_: object) -> torch.nn.Module:
+    try:
+        return load_demo_model()
+    except FileNotFoundError as e:
+        raise LimecraftError(str(e)) from None
+
+
+def _fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, object]:
+    return dict(
+        input_size=ask.input_size or IMAGE_SIZE,
+        normalize=ask.normalize or "none",
+        labels=ask.labels or CLASS_NAMES,
+        name="demo",
+    )
+
+
+#: The registry name ``demo``.
+SOURCE = Source(
+    "demo",
+    matches=lambda spec, arch: spec == "demo" and arch is None,
+    info=_info,
+    load=_load,
+    fit=_fit,
+    names=lambda: ("demo",),
+)

@@ -20,12 +20,17 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
 import torch
 
-from limecraft_core import LimecraftError, resolve_device
+from limecraft_core import Classifier, LimecraftError, resolve_device
+
+from .gate import gated
+from .onnx_model import load_onnx, options_for
+from .source import Ask, ModelInfo, Source
 
 __all__ = [
     "CARTON",
@@ -34,6 +39,7 @@ __all__ = [
     "NORMALIZE",
     "PACKAGES",
     "RUNTIME_ENV",
+    "SOURCE",
     "build",
     "exported",
     "imagenet_names",
@@ -112,8 +118,6 @@ def exported(net: torch.nn.Module) -> torch.nn.Module:
     """``net`` (:func:`build`'s) exported to ONNX (dynamic batch, its logits) and run by
     onnxruntime on the CPU, behind the torch Module interface (:class:`models.onnx_model.
     OnnxModule`)."""
-    from .onnx_model import load_onnx
-
     folder = Path(tempfile.mkdtemp(prefix="limecraft-lite0-"))
     path = folder / f"{NAME}.onnx"
     try:
@@ -132,3 +136,80 @@ def exported(net: torch.nn.Module) -> torch.nn.Module:
         return load_onnx(path, outputs="logits", device="cpu")  # the session holds the graph
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- the registry's source ------------------------------------------------------------------
+
+_EXPORT_LOCK = threading.Lock()
+_EXPORTED: list[torch.nn.Module] = []  # the ONNX Runtime module, exported once per process
+
+
+def _info(spec: str) -> ModelInfo:
+    reason = missing_packages()
+    return ModelInfo(
+        name=NAME,
+        kind="real",
+        input_size=INPUT_SIZE,
+        num_classes=1000,
+        normalize=NORMALIZE,
+        ready=not reason,
+        reason=reason,
+        description="EfficientNet-Lite0, ImageNet-1k weights (offline, from the package registry)",
+    )
+
+
+def _load(spec: str, arch, pretrained: bool, *_: object) -> torch.nn.Module:
+    if not pretrained:
+        raise LimecraftError(f"{NAME} comes only with its ImageNet weights")
+    return build()
+
+
+def _fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, object]:
+    return dict(
+        input_size=ask.input_size or INPUT_SIZE,
+        normalize=ask.normalize or NORMALIZE,
+        labels=ask.labels or imagenet_names(),
+        name=NAME,
+    )
+
+
+def _classifier(spec: str, ask: Ask) -> Classifier | None:
+    """On a CPU in fp32: the module exported once to ONNX Runtime (None: torch, the default)."""
+    if runtime_for(ask.device, ask.precision) != "onnx":
+        return None
+    if ask.arch is not None:
+        raise LimecraftError(
+            f"arch ({ask.arch!r}) applies to state_dict model files only; {NAME} is a registry name"
+        )
+    # refuses the options only .onnx files take
+    options_for(
+        NAME, {"input_range": ask.input_range, "outputs": ask.outputs, "layout": ask.layout}
+    )
+    with _EXPORT_LOCK:
+        if not _EXPORTED:
+            _EXPORTED.append(exported(build()))
+        module = _EXPORTED[0]
+    clf = Classifier(
+        gated(module),
+        input_size=ask.input_size or INPUT_SIZE,
+        normalize=ask.normalize or NORMALIZE,
+        labels=ask.labels or imagenet_names(),
+        device="cpu",
+        precision="fp32",
+        channels_last=False,
+        name=NAME,
+    )
+    clf.precision_reason = ONNX_REASON
+    return clf
+
+
+#: The registry name ``efficientnet_lite0``: ONNX Runtime on a CPU, else torch.
+SOURCE = Source(
+    "real",
+    matches=lambda spec, arch: spec == NAME,
+    info=_info,
+    load=_load,
+    fit=_fit,
+    names=lambda: (NAME,),
+    classifier=_classifier,
+)

@@ -29,12 +29,14 @@ import torch
 
 from limecraft_core import Classifier, LimecraftError
 
+from .source import Ask, ModelInfo, Source
 from .zoo import download_timeout
 
 _log = logging.getLogger(__name__)
 
 __all__ = [
     "HUB_PREFIXES",
+    "SOURCE",
     "HubModel",
     "Normalized",
     "is_hub_spec",
@@ -462,3 +464,61 @@ def _close(a: Sequence[float] | None, b: Sequence[float]) -> bool:
 
 def _fmt(v: Sequence[float] | None) -> str:
     return "(" + ",".join(f"{x:g}" for x in v or ()) + ")"
+
+
+# --- the registry's source ------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_LOADED: dict[tuple, HubModel] = {}
+
+
+def _loaded(spec: str, *, pretrained: bool = True) -> HubModel:
+    """The loaded :class:`HubModel` for a ``timm:`` or ``hf:`` spec (cached per process)."""
+    key = (spec, pretrained)
+    with _LOCK:
+        found = _LOADED.get(key)
+    if found is None:
+        found = load_hub(spec, pretrained=pretrained)  # outside the lock: it may download
+        with _LOCK:
+            found = _LOADED.setdefault(key, found)
+    return found
+
+
+def _info(spec: str) -> ModelInfo:
+    hm = _loaded(spec)
+    return ModelInfo(
+        name=spec,
+        kind=hm.kind,
+        input_size=hm.input_size[0],
+        num_classes=hm.num_classes,
+        normalize=hm.normalize,
+        ready=True,
+        reason="",
+        description=hm.description,
+    )
+
+
+def _classifier(spec: str, ask: Ask) -> Classifier:
+    if ask.normalize not in (None, "none"):
+        raise LimecraftError(
+            "timm: and hf: models apply their own normalisation (from their config); "
+            "leave --normalize unset"
+        )
+    return _loaded(spec, pretrained=ask.pretrained).classifier(
+        input_size=ask.input_size,
+        labels=ask.labels,
+        device=ask.device,
+        precision=ask.precision,
+        channels_last=ask.channels_last,
+    )
+
+
+#: ``timm:<name>`` and ``hf:<repo or folder>``, which build their own classifier.
+SOURCE = Source(
+    "hub",
+    matches=lambda spec, arch: is_hub_spec(spec),
+    info=_info,
+    load=lambda spec, arch, pretrained, *_: _loaded(spec, pretrained=pretrained).module,
+    fit=lambda *_: {},
+    classifier=_classifier,
+)

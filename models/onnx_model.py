@@ -34,15 +34,21 @@ import torch
 
 from limecraft_core import LimecraftError
 
+from . import formats
+from .source import Ask, ModelInfo, Source
+
 __all__ = [
     "INPUT_RANGES",
     "LABEL_KEYS",
     "LAYOUTS",
+    "OPTIONS",
     "OUTPUTS",
+    "SOURCE",
     "OnnxGraph",
     "OnnxModule",
     "inspect_onnx",
     "load_onnx",
+    "options_for",
     "providers_for",
 ]
 
@@ -493,3 +499,83 @@ def load_onnx(
         return OnnxModule(session, graph, input_range=input_range, outputs=outputs, name=path.name)
     except RuntimeError as e:  # the output probe failed
         raise _fail(path, f"fails on a probe batch ({e})") from None
+
+
+# --- the registry's source ------------------------------------------------------------------
+
+#: The registry's load keywords that only ONNX files take, with their defaults (:func:`load_onnx`).
+OPTIONS = {"input_range": "0-1", "outputs": "auto", "layout": "auto"}
+_FP32 = {"precision": "fp32", "channels_last": False}  # onnxruntime runs fp32, NCHW as given
+
+
+def _is_onnx(spec: str) -> bool:
+    return isinstance(spec, str) and Path(spec).suffix.lower() == ".onnx"
+
+
+def options_for(spec: str, given: dict[str, str | None]) -> dict[str, str] | None:
+    """The ONNX options with defaults filled in for an .onnx spec; None for any other spec,
+    which refuses them (LimecraftError; TypeError for a keyword that is no ONNX option)."""
+    unknown = set(given) - set(OPTIONS)
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    if not _is_onnx(spec):
+        set_ = [k for k, v in given.items() if v is not None and v != OPTIONS[k]]
+        if set_:
+            raise LimecraftError(f"{', '.join(set_)} applies to .onnx model files only")
+        return None
+    return {k: given.get(k) or v for k, v in OPTIONS.items()}
+
+
+def _info(path: str) -> ModelInfo:
+    """What an ONNX file's graph says (read without a session; LimecraftError if unusable)."""
+    g = inspect_onnx(path)
+    size = f"{g.input_size[0]}x{g.input_size[1]}" if g.input_size else "any size"
+    batch = "dynamic batch" if g.batch is None else f"fixed batch {g.batch}, batches are split"
+    outs = {"softmax": ", softmax outputs", "log_softmax": ", log-softmax outputs"}
+    return ModelInfo(
+        name=Path(path).name,
+        kind="onnx",
+        input_size=g.input_size[0] if g.input_size else 224,
+        num_classes=g.num_classes or 0,
+        normalize="none",
+        ready=True,
+        reason="",
+        description=f"ONNX opset {g.opset}, {g.layout}, {size}, {batch}"
+        + outs.get(g.softmax_output, "")
+        + (", labels in metadata" if g.labels else ""),
+    )
+
+
+def _load(spec: str, arch, pretrained, device: str, onnx: dict | None) -> torch.nn.Module:
+    return load_onnx(spec, device=device, **(onnx if onnx is not None else OPTIONS))
+
+
+def _fit(spec: str, module: torch.nn.Module, ask: Ask) -> dict[str, Any]:
+    """Size, normalisation and class names for an ONNX module, checked against its graph."""
+    fixed = module.graph.input_size
+    size = ask.input_size
+    if fixed is not None and size is not None and (size, size) != fixed:
+        raise LimecraftError(
+            f"the ONNX model {module.name!r} takes {fixed[0]}x{fixed[1]} inputs; an input size "
+            f"of {size} does not fit it (leave the input size unset)"
+        )
+    norm = ask.normalize or "none"
+    if norm != "none" and module.input_range == "0-255":
+        raise LimecraftError(
+            f"normalize={norm!r} with input range 0-255: normalised values have no pixel range; "
+            "use one or the other"
+        )
+    labels = ask.labels if ask.labels is not None else module.labels
+    name = Path(spec).name
+    return dict(input_size=fixed or size or 224, normalize=norm, labels=labels, name=name, **_FP32)
+
+
+#: ``.onnx`` files, run by onnxruntime in fp32.
+SOURCE = Source(
+    "onnx",
+    matches=lambda spec, arch: _is_onnx(spec),
+    info=_info,
+    load=_load,
+    fit=_fit,
+    format=formats.ONNX,
+)

@@ -7,18 +7,13 @@ Run from the repository root::
 
 The training set has two parts: ``"train"`` images, each with a tag and labelled with the tag's
 class (the tag names the drawn shape with probability :data:`models.demo.TRAIN_AGREEMENT`), and
-``"untagged"`` images labelled with their drawn shape. :class:`models.demo.DemoNet` is trained
-with Adam on the CPU and its state_dict saved to :data:`models.demo.WEIGHTS_PATH`. Then, on
-fresh data (seeds disjoint from training), :func:`measure` finds:
-
-* accuracy against the shape class on ``"aligned"`` and on ``"untagged"`` images,
-* on ``"conflict"`` images, how often the prediction is the tag's class and how often the shape's,
-* on the same conflict images, what the model predicts once the tag is removed with the app's
-  Inspect "remove" edit (:func:`limecraft_core.apply_edits`) filled by ``inpaint`` (the app's
-  default), ``mean`` (LIME's default) or ``gray``, or filled with the mean colour of the tag's
-  surroundings, and how much the probability of the tag-following prediction drops.
-
-The numbers are printed and written to ``models/DEMO_MODEL_CARD.md``.
+``"untagged"`` images labelled with their drawn shape. :class:`models.demo.DemoNet` is trained with
+Adam on the CPU and saved to :data:`models.demo.WEIGHTS_PATH`. Then, on fresh data (seeds disjoint
+from training), :func:`measure` finds the accuracy against the shape class on ``"aligned"`` and
+``"untagged"`` images; on ``"conflict"`` images, how often the prediction is the tag's class and
+how often the shape's; and what it predicts once the tag is removed as the app's Inspect "remove"
+edit does it, by each of the :data:`FILLS`, with how much the probability of the tag-following
+prediction drops. The numbers are printed and written to ``models/DEMO_MODEL_CARD.md``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ import torchvision.models as tvm
 
 from limecraft_core import LimecraftError
 
-__all__ = ["ZOO", "ZooSpec", "build", "download_timeout", "weights_path"]
+from .source import Ask, ModelInfo, Source, served_by_ray
+
+__all__ = ["SOURCE", "ZOO", "ZooSpec", "build", "download_timeout", "weights_path"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +164,51 @@ def build(name: str, *, pretrained: bool = True) -> torch.nn.Module:
 def is_cached(name: str) -> bool:
     """True if the weights file is in the torch hub cache."""
     return weights_path(name).exists()
+
+
+# --- the registry's source ------------------------------------------------------------------
+
+
+def _info(name: str) -> ModelInfo:
+    spec = ZOO[name]
+    cached = is_cached(name)
+    if cached:
+        reason = ""
+    elif served_by_ray():  # the Ray Serve replicas hold the weights
+        cached, reason = True, ""
+    else:
+        reason = (
+            f"weights not in the cache: place {spec.filename} in {weights_path(name).parent}"
+            + ("" if download_timeout() <= 0 else " (a download will be tried first)")
+        )
+    return ModelInfo(
+        name=name,
+        kind="zoo",
+        input_size=spec.input_size,
+        num_classes=len(spec.categories),
+        normalize="imagenet",
+        ready=cached,
+        reason=reason,
+        description=f"torchvision {name}, ImageNet-1k",
+    )
+
+
+def _fit(name: str, module: torch.nn.Module, ask: Ask) -> dict[str, object]:
+    spec = ZOO[name]
+    return dict(
+        input_size=ask.input_size or spec.input_size,
+        normalize=ask.normalize or "imagenet",
+        labels=ask.labels or spec.categories,
+        name=name,
+    )
+
+
+#: The torchvision names (``resnet50``, ...).
+SOURCE = Source(
+    "zoo",
+    matches=lambda spec, arch: spec in ZOO and arch is None,
+    info=_info,
+    load=lambda spec, arch, pretrained, *_: build(spec, pretrained=pretrained),
+    fit=_fit,
+    names=lambda: tuple(ZOO),
+)

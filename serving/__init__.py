@@ -6,15 +6,20 @@ one plug point, :class:`limecraft_core.Scorer`, by composition (it holds what it
 
 - ``workqueue``: :class:`QueuedScorer`, a session's view of a shared local scorer whose forward
   passes go through one bounded, round-robin, micro-batching :class:`WorkQueue` per process.
-- ``remote``: :class:`RemoteScorer`, the HTTP client of a Ray Serve deployment (no Ray needed),
-  and :func:`load_scorer`, which picks it when ``LIMECRAFT_RAY_ADDRESS`` is set and else loads
-  the local classifier from :mod:`models.registry`; :func:`queued` puts a local one behind the
-  work queue and leaves a remote one as it is.
+- ``client``: :class:`RemoteScorer`, the HTTP client of a Ray Serve deployment (no Ray
+  needed), over ``wire`` (the ``.npz`` bodies and packed masks it shares with the deployments)
+  and ``config`` (:class:`RemoteConfig`, read from the environment by :func:`remote_config`).
+- ``factories``: :func:`load_scorer`, which picks a :class:`RemoteScorer` when
+  ``LIMECRAFT_RAY_ADDRESS`` is set and else loads the local classifier from
+  :mod:`models.registry`; :func:`queued` puts a local one behind the work queue and leaves a
+  remote one as it is.
 - ``serve_app``: the deployments themselves (``python -m serving.serve_app``); it imports Ray,
   so it is not imported here.
 """
 
-from .remote import RemoteConfig, RemoteScorer, RemoteStatus, load_scorer, queued, remote_config
+from .client import RemoteScorer, RemoteStatus
+from .config import RemoteConfig, remote_config
+from .factories import load_scorer, queued
 from .workqueue import BatchScorer, QueuedScorer, QueueStatus, WorkQueue
 
 __all__ = [

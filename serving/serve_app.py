@@ -46,7 +46,7 @@ from limecraft_core.codecs.npz import encode_npy
 from limecraft_core.perturb import FILLS, Fill, compose_batch, default_batch_size
 from models.registry import load_classifier, model_info
 
-from . import remote as wire
+from . import wire
 
 __all__ = [
     "GPU_FRACTION",

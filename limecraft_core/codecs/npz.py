@@ -3,7 +3,7 @@ someone else wrote.
 
 An ``.npz`` is a zip of ``.npy`` files. Three places read one from outside: the explanation
 JSON's label map (:mod:`limecraft_core.result`), the app's saved analysis (its masks and region
-atoms), and Ray Serve's wire (``serving/remote.py``). Each reads it here:
+atoms), and Ray Serve's wire (``serving/wire.py``). Each reads it here:
 
 - :func:`npz_members` reads each array's header (name, shape, dtype) without inflating the
   data, so a caller can refuse a shape or a size first: a few KB of zeros can inflate to GBs;

@@ -13,7 +13,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.io import decode_image
 from limecraft_core.io.images import conversion_note
-from models import formats, onnx_model, registry
+from models import formats, hub, onnx_model, registry
 from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
 from pages.lib import state
@@ -263,7 +263,7 @@ def model_facts(s: Analysis) -> str | None:
         clf = state.classifier(s)
     except (lc.LimecraftError, lc.ModelError):
         return None
-    described = registry.is_hub(ref.name) or ref.name.lower().endswith(".onnx")
+    described = hub.is_hub_spec(ref.name) or ref.name.lower().endswith(".onnx")
     if registry.is_registered(ref.name) or described:
         try:
             info = registry.model_info(ref.name)

@@ -12,7 +12,7 @@ from toys import ChannelMeans
 
 from limecraft_core import LimecraftError, explain
 from models import formats, registry
-from models.registry import ModelInfo, Source
+from models.source import ModelInfo, Source
 
 
 @pytest.mark.parametrize(

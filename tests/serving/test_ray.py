@@ -1,4 +1,4 @@
-"""The model side on Ray Serve (serving/remote.py, serving/serve_app.py).
+"""The model side on Ray Serve (serving/client.py, config.py, wire.py, serve_app.py).
 
 The cluster tests start a real Ray on loopback (its files in a private temp dir, a random auth
 token, nothing under ~/.ray), deploy the demo model with Serve, explain through it, and stop
@@ -37,13 +37,12 @@ from limecraft_core import (
 from models import demo
 from models.registry import load_classifier
 from serving import load_scorer
-from serving.remote import (
-    RemoteConfig,
-    RemoteScorer,
+from serving.client import RemoteScorer
+from serving.config import RemoteConfig, remote_config
+from serving.wire import (
     decode_arrays,
     encode_arrays,
     pack_masks,
-    remote_config,
     scene_key,
     small_labels,
     unpack_masks,

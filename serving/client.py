@@ -7,41 +7,22 @@ in chunks, packed to bits: a few hundred bytes per chunk instead of the perturbe
 images of 224x224 are 150 MB). A replica composes the perturbations next to the model with the
 engine's own :func:`~limecraft_core.perturb.compose_batch` and returns the (n, C) scores.
 
-The wire is plain HTTP to Serve's proxy, with ``.npz`` bodies read with ``allow_pickle=False``:
-front ends need no Ray, join no cluster, and unpickle nothing. This module imports no Ray.
-
-Configuration (environment)
----------------------------
-``LIMECRAFT_RAY_ADDRESS``
-    Serve's HTTP address, e.g. ``http://ray-head:8000``. Unset: models run locally (the default).
-``LIMECRAFT_RAY_FALLBACK``
-    ``local``: when the cluster is unreachable, or a replica dies and the retry fails, run on
-    the local model and say so in the log and in :attr:`RemoteScorer.status`. Default
-    ``none``: raise :class:`~limecraft_core.ModelError` with what to do.
-``LIMECRAFT_RAY_ROUTE``
-    Route prefix of the deployments (``/limecraft``); model ``m`` is served at ``ROUTE/m``.
-``LIMECRAFT_RAY_TIMEOUT``
-    Seconds to connect before the cluster counts as unreachable (3).
-``LIMECRAFT_RAY_READ_TIMEOUT``
-    Seconds to wait for one chunk's scores (300).
-``LIMECRAFT_RAY_INFLIGHT``
-    Chunks in flight per explanation (2), so a replica never waits for the network.
+The wire (:mod:`serving.wire`) is plain HTTP to Serve's proxy, with ``.npz`` bodies read with
+``allow_pickle=False``: front ends need no Ray, join no cluster, and unpickle nothing. This
+module imports no Ray. Its configuration comes from the environment: :mod:`serving.config`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import torch
@@ -49,184 +30,22 @@ import torch
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError
 from limecraft_core._validate import check_choice, check_int
 from limecraft_core.classifier import NORMALIZATIONS, class_label, predict_arrays
-from limecraft_core.codecs.npz import encode_npz, load_npy, load_npz, npz_members
+from limecraft_core.codecs.npz import load_npy
 from limecraft_core.perturb import Fill
 from limecraft_core.tensors import resize_chw
-from models import registry
+from models.source import RAY_ADDRESS_ENV
 
-from .workqueue import QueuedScorer, QueueStatus, WorkQueue
+from .config import ENV_FALLBACK, ENV_READ_TIMEOUT, ENV_TIMEOUT, RemoteConfig
+from .wire import encode_arrays, pack_masks, scene_key, small_labels
 
-__all__ = [
-    "RemoteConfig",
-    "RemoteScorer",
-    "RemoteStatus",
-    "decode_arrays",
-    "encode_arrays",
-    "load_scorer",
-    "pack_masks",
-    "remote_config",
-    "remote_configured",
-    "scene_key",
-    "small_labels",
-    "unpack_masks",
-]
+__all__ = ["RemoteScorer", "RemoteStatus"]
 
 log = logging.getLogger(__name__)
 
-ENV_ADDRESS = "LIMECRAFT_RAY_ADDRESS"
-ENV_FALLBACK = "LIMECRAFT_RAY_FALLBACK"
-ENV_ROUTE = "LIMECRAFT_RAY_ROUTE"
-ENV_TIMEOUT = "LIMECRAFT_RAY_TIMEOUT"
-ENV_READ_TIMEOUT = "LIMECRAFT_RAY_READ_TIMEOUT"
-ENV_INFLIGHT = "LIMECRAFT_RAY_INFLIGHT"
-DEFAULT_ROUTE = "/limecraft"
-FALLBACKS = ("none", "local")
-#: Largest request body a replica reads (decompressed), in bytes.
-MAX_BODY_BYTES = 256 * 1024 * 1024
 #: After a failure with fallback on, the cluster is tried again after this many seconds.
 RETRY_AFTER_S = 30.0
 #: More images than this in one ``__call__`` (rather than masks in ``run_masks``) is logged.
 _CALL_WARN = 8
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True)
-class RemoteConfig:
-    """Where the Serve deployments are and what to do when they cannot be reached.
-
-    Attributes
-    ----------
-    address : str, ``http://host:port`` of Serve's HTTP proxy
-    route : str, route prefix of the deployments, e.g. ``/limecraft``
-    fallback : {"none", "local"}
-    connect_timeout : float, seconds
-    read_timeout : float, seconds
-    inflight : int, chunks in flight per explanation
-    """
-
-    address: str
-    route: str = DEFAULT_ROUTE
-    fallback: str = "none"
-    connect_timeout: float = 3.0
-    read_timeout: float = 300.0
-    inflight: int = 2
-
-    def __post_init__(self) -> None:
-        parts = urlsplit(self.address if "://" in self.address else f"http://{self.address}")
-        if parts.scheme != "http" or not parts.hostname:
-            raise LimecraftError(
-                f"{ENV_ADDRESS} must be Serve's HTTP address, like http://ray-head:8000; got "
-                f"{self.address!r} (a ray:// or GCS address is for Ray drivers, not front ends)"
-            )
-        if self.fallback not in FALLBACKS:
-            raise LimecraftError(
-                f"{ENV_FALLBACK} must be one of {', '.join(FALLBACKS)}; got {self.fallback!r}"
-            )
-        if not (self.connect_timeout > 0 and self.read_timeout > 0 and self.inflight >= 1):
-            raise LimecraftError("the Ray timeouts must be > 0 and the in-flight count >= 1")
-        object.__setattr__(self, "address", f"http://{parts.hostname}:{parts.port or 80}")
-        object.__setattr__(self, "route", "/" + self.route.strip("/"))
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.address).hostname or ""
-
-    @property
-    def port(self) -> int:
-        return urlsplit(self.address).port or 80
-
-    def url(self, model: str, endpoint: str = "") -> str:
-        return f"{self.address}{self.path(model, endpoint)}"
-
-    def path(self, model: str, endpoint: str = "") -> str:
-        return f"{self.route}/{model}" + (f"/{endpoint}" if endpoint else "")
-
-
-def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
-    try:
-        return float(env.get(name, default))
-    except ValueError:
-        raise LimecraftError(f"{name} must be a number; got {env[name]!r}") from None
-
-
-def remote_configured() -> bool:
-    """Whether ``LIMECRAFT_RAY_ADDRESS`` is set (models then run on Ray Serve)."""
-    return bool(os.environ.get(ENV_ADDRESS, "").strip())
-
-
-def remote_config(env: Mapping[str, str] | None = None) -> RemoteConfig | None:
-    """The configuration from the environment, or None when ``LIMECRAFT_RAY_ADDRESS`` is unset."""
-    env = os.environ if env is None else env
-    address = env.get(ENV_ADDRESS, "").strip()
-    if not address:
-        return None
-    return RemoteConfig(
-        address=address,
-        route=env.get(ENV_ROUTE, DEFAULT_ROUTE),
-        fallback=env.get(ENV_FALLBACK, "none").strip().lower() or "none",
-        connect_timeout=_env_float(env, ENV_TIMEOUT, 3.0),
-        read_timeout=_env_float(env, ENV_READ_TIMEOUT, 300.0),
-        inflight=int(_env_float(env, ENV_INFLIGHT, 2)),
-    )
-
-
-# --------------------------------------------------------------------------- the wire
-
-
-def pack_masks(masks: np.ndarray) -> np.ndarray:
-    """(N, K) bool -> (N, ceil(K / 8)) uint8, 8 regions a byte."""
-    return np.packbits(np.asarray(masks, dtype=bool), axis=1)
-
-
-def unpack_masks(packed: np.ndarray, n_regions: int) -> np.ndarray:
-    """Inverse of :func:`pack_masks`: (N, K) bool."""
-    return np.unpackbits(packed, axis=1, count=n_regions).astype(bool)
-
-
-def small_labels(labels: np.ndarray) -> np.ndarray:
-    """A label map (ints 0..K-1) in the smallest unsigned dtype that holds it."""
-    k = int(labels.max()) if labels.size else 0
-    dtype = np.uint8 if k < 2**8 else np.uint16 if k < 2**16 else np.uint32
-    return labels.astype(dtype)
-
-
-def scene_key(image: np.ndarray, fill: np.ndarray, labels: np.ndarray) -> str:
-    """Content digest of a scene (image, fill, label map), as the wire sends them (the fill
-    is a float32 image, or the name of a per-mask fill as a 0-d string array)."""
-    h = hashlib.blake2b(digest_size=16)
-    for a in (image, fill, labels):
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(np.ascontiguousarray(a).data)
-    return h.hexdigest()
-
-
-def encode_arrays(arrays: Mapping[str, np.ndarray], *, compress: bool = False) -> bytes:
-    """An ``.npz`` body (no pickles)."""
-    return encode_npz(arrays, compress=compress)
-
-
-def decode_arrays(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> dict[str, np.ndarray]:
-    """Read an ``.npz`` body with ``allow_pickle=False``; refuse more than ``max_bytes`` unpacked.
-
-    Raises
-    ------
-    LimecraftError
-        If the body is not an ``.npz`` of plain arrays, or too large.
-    """
-    try:
-        size = sum(m.size for m in npz_members(body))
-        if size > max_bytes:
-            raise LimecraftError(f"request of {size} bytes is larger than {max_bytes}")
-        return load_npz(body)
-    except LimecraftError:  # the size, said as it is (LimecraftError is a ValueError)
-        raise
-    except ValueError as e:
-        raise LimecraftError(f"request body is not a valid .npz of plain arrays: {e}") from None
-
-
-# --------------------------------------------------------------------------- client
 
 
 class _Unavailable(Exception):
@@ -368,7 +187,7 @@ class RemoteScorer:
         return (
             f"the Ray Serve cluster at {self.config.address} could not run model {name!r}: {e}. "
             f"Check that the cluster is up and serves it (python -m serving.serve_app --models "
-            f"{name}), unset {ENV_ADDRESS} to run locally, or set {ENV_FALLBACK}=local"
+            f"{name}), unset {RAY_ADDRESS_ENV} to run locally, or set {ENV_FALLBACK}=local"
         )
 
     def _fall_back(self, name: str, e: Exception) -> None:
@@ -625,70 +444,3 @@ class RemoteScorer:
         (C,) or (B, C) float32 ndarray.
         """
         return predict_arrays(self, images, batch_size)
-
-
-def load_scorer(spec: str, **kwargs: Any) -> RemoteScorer | Classifier:
-    """The scorer for a model: on Ray Serve when it is configured, else a local Classifier.
-
-    This is where remote or local is chosen. With ``LIMECRAFT_RAY_ADDRESS`` set, a registry
-    name gives a :class:`RemoteScorer` for the deployment of that name, whose local fallback
-    (``LIMECRAFT_RAY_FALLBACK=local``) is :func:`models.registry.load_classifier`. Otherwise,
-    and for model files, it is that local classifier.
-
-    Parameters
-    ----------
-    spec : str, a registry name or a model file path
-    **kwargs
-        Those of :func:`models.registry.load_classifier` (``labels``, ``device``,
-        ``precision``, ...). For a served model ``labels`` overrides the deployment's class
-        names and the others configure the local fallback.
-
-    Raises
-    ------
-    LimecraftError
-        For an unknown name, a bad configuration, or ``input_size`` / ``normalize`` given for
-        a model the cluster serves (those are the deployment's).
-    ModelError
-        If the cluster cannot serve the model and there is no fallback.
-    """
-    config = remote_config()
-    if config is None or kwargs.get("arch") is not None or not registry.is_registered(spec):
-        return registry.load_classifier(spec, **kwargs)
-    if kwargs.get("input_size") is not None or kwargs.get("normalize") is not None:
-        raise LimecraftError(
-            "input_size and normalize are the deployment's for a model served by Ray; "
-            f"unset {ENV_ADDRESS} to override them locally"
-        )
-    return RemoteScorer(
-        spec,
-        config,
-        labels=kwargs.get("labels"),
-        local=lambda: registry.load_classifier(spec, **kwargs),
-    )
-
-
-def queued(
-    scorer: Any,
-    queue: WorkQueue,
-    *,
-    alive: Callable[[], bool] | None = None,
-    on_wait: Callable[[QueueStatus], None] | None = None,
-) -> Any:
-    """The scorer one job (an Explain, an audit) uses: a local model behind this process's
-    ``queue``, whose forward passes it shares with the other jobs in flight; a Ray Serve
-    deployment as it is (it batches across sessions itself, next to its model, and composes
-    there). The one place that tells the two apart.
-
-    Parameters
-    ----------
-    scorer : RemoteScorer, or a local BatchScorer such as a Classifier (see :func:`load_scorer`)
-    queue : WorkQueue, the process's queue for local models
-    alive, on_wait : see :class:`~serving.workqueue.QueuedScorer`
-
-    Returns
-    -------
-    ``scorer`` itself when it is remote, else a :class:`~serving.workqueue.QueuedScorer`.
-    """
-    if isinstance(scorer, RemoteScorer):
-        return scorer
-    return QueuedScorer(scorer, queue, alive=alive, on_wait=on_wait)
