@@ -16,7 +16,9 @@ from limecraft_core.io.report import (
     regions_csv,
 )
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 from pages.lib import config_form, display, frame, state, views
+from pages.lib.analysis_doc import MAX_JSON_BYTES
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -30,10 +32,10 @@ def _restore(s: state.AppState) -> None:
         return
     data = up.getvalue()
     try:
-        if len(data) > A.MAX_JSON_BYTES:
-            raise lc.LimecraftError(f"the file is over {A.MAX_JSON_BYTES // 2**20} MB")
+        if len(data) > MAX_JSON_BYTES:
+            raise lc.LimecraftError(f"the file is over {MAX_JSON_BYTES // 2**20} MB")
         if b'"limecraft-analysis"' in data[:4096]:
-            restored = A.from_json(data)
+            restored = AF.from_json(data)
             state.adopt(restored)
             held = ", ".join(A.contents(restored)) or "its image, with no regions or results yet"
         else:
@@ -91,7 +93,7 @@ st.title("Export")
 stem = s.image_name.rsplit(".", 1)[0].replace(" ", "_")[:60] or "image"
 st.download_button(
     "Analysis (JSON)",
-    A.to_json(s),
+    AF.to_json(s),
     f"{stem}_analysis.json",
     "application/json",
     key="dl-analysis",

@@ -371,6 +371,28 @@ def tag_of(folder: Path, file: str) -> np.ndarray | None:
         return None
 
 
+def from_audit(
+    image: np.ndarray,
+    name: str,
+    ex: lc.Explanation,
+    *,
+    model: A.ModelRef,
+    expected: np.ndarray | None = None,
+    tag_mask: np.ndarray | None = None,
+    note: str = "",
+) -> A.Analysis:
+    """One image of an audit as a new analysis: its regions and explanation as the audit made
+    them, and its expected mask as the expected area (so Explain and Trust measure against it
+    at once)."""
+    a = A.new(image, name, tag_mask=tag_mask, note=note, source="audit")
+    a.model_name, a.model_labels = model.name, list(model.labels) if model.labels else None
+    a.model_arch, a.model_normalize = model.arch, model.normalize
+    a.expected_area = None if expected is None else np.asarray(expected, bool).copy()
+    A.restore_explanation(a, ex)
+    a.explanation = A.with_expected(a, ex)
+    return a
+
+
 def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str) -> None:
     """Make one audited image the session's analysis: the audit's regions and explanation, its
     expected mask as the expected area, and the model it was audited with."""
@@ -378,7 +400,7 @@ def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str)
     ex = audit.explanation(key)
     ref = app.model_ref if app is not None else A.ModelRef(str(audit.model.get("name") or "demo"))
     note = f"from the audit: {row.reason}" if row.flagged else "from the audit: not flagged"
-    a = A.from_audit(
+    a = from_audit(
         audit.image(key),
         row.file,
         ex,

@@ -28,6 +28,7 @@ from limecraft_core import render
 from models import registry
 from models.samples import load_sample, sample_names
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 from pages.lib import auth
 from pages.lib.analysis import (  # noqa: F401  (re-exported for pages and tests)
     REGION_COLOURS,
@@ -142,7 +143,7 @@ def _open_from_url() -> tuple[Analysis, list[Recent]]:
 
 def _reopened(d: dict, aid: str) -> Analysis:
     """A saved analysis opened again under its id (LimecraftError if it cannot be read)."""
-    a = A.from_dict(d)
+    a = AF.from_dict(d)
     a.id = aid
     _usable_model(a)
     return a
@@ -155,7 +156,7 @@ def get() -> Analysis:
         ses.app, ses.recent = _open_from_url()
         if "r" in st.query_params:  # an older address's recent list: the store keeps it now
             del st.query_params["r"]
-        ses.saved = A.fingerprint(ses.app)
+        ses.saved = AF.fingerprint(ses.app)
         if st.query_params.get("a") != ses.app.id:
             ses.saved = None  # a new id: save it at the end of this run
     a = ses.app
@@ -176,12 +177,12 @@ def save(a: Analysis | None = None) -> bool:
     a = a if a is not None else ses.app
     if a is None or not a.id:
         return False
-    fp = A.fingerprint(a)
+    fp = AF.fingerprint(a)
     if ses.saved == fp:
         return True
     rec = [r.to_dict() for r in ses.recent if r.stored and r.id != a.id]
     try:
-        ok = store().save(a.id, owner(), A.to_json(a), rec)
+        ok = store().save(a.id, owner(), AF.to_json(a), rec)
     except OSError as e:
         _log.warning("could not save the analysis: %s", e)
         ok = False

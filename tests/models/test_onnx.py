@@ -258,6 +258,7 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     0-255 choice, predicts what its 0-1 twin predicts; the choice is refused for a torch file;
     a timm name offline is one clear line and the model stays."""
     from pages.lib import analysis as A
+    from pages.lib import analysis_file as AF
 
     g255 = graph_file(tmp_path / "keras255.onnx", net, layout="NHWC", scale_255=True)
     g01 = graph_file(tmp_path / "twin.onnx", net, layout="NHWC")
@@ -276,7 +277,7 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     got = app_state_module.classifier(A.model_ref(s)).predict(s.image)
     want = __import__("models.registry", fromlist=["x"]).load_classifier(str(g01)).predict(s.image)
     np.testing.assert_allclose(got, want, atol=1e-5)
-    back = A.from_json(A.to_json(s))
+    back = AF.from_json(AF.to_json(s))
     assert back.model_normalize == A.PIXELS_0_255
     # a timm name that cannot be had offline: one line, the model stays
     at.sidebar.text_input(key="model_by_name").set_value("timm:no_such_model_at_all").run()
