@@ -40,9 +40,10 @@ from limecraft_core.io.dataset import (
     unpack_zip,
 )
 from pages.lib import analysis as A
-from pages.lib import state
+from pages.lib import runtime, state
 from pages.lib.progress import duration
 from pages.lib.session import session
+from pages.lib.session_liveness import session_alive
 from pages.lib.store import new_id, valid_id
 
 APP_FILE = "app.json"
@@ -261,8 +262,8 @@ def scorer_for(ref: A.ModelRef, config: lc.ExplainConfig) -> Any:
     """The audit's scorer: on Ray Serve when configured (several images in flight), else the
     shared model behind this process's work queue (its chunks share forward passes with the
     other images in flight, and other sessions' Explains are served in turn)."""
-    clf = state.classifier(ref, config.speed.precision)
-    return serving.queued(clf, state.work_queue(), alive=state.session_alive())
+    clf = runtime.classifier(ref, config.speed.precision)
+    return serving.queued(clf, runtime.work_queue(), alive=session_alive())
 
 
 def progress_text(done: int, total: int, flagged: int, errors: int, per_image: float | None) -> str:
