@@ -372,10 +372,10 @@ def _app_rounds(
     explanation cache: each one runs the (faulty) model."""
     from streamlit.testing.v1 import AppTest
 
-    from pages.lib import state as app_state
+    from pages.lib import runtime
 
-    saved = app_state.classifier
-    app_state.classifier = lambda *a, **k: model.get()[0]  # the app's model, shared and faulty
+    saved = runtime.classifier
+    runtime.classifier = lambda *a, **k: model.get()[0]  # the app's model, shared and faulty
     out: Counter = Counter()
     problems: list[str] = []
     try:
@@ -416,7 +416,7 @@ def _app_rounds(
             for at in sessions
         )
     finally:
-        app_state.classifier = saved
+        runtime.classifier = saved
     return {"outcomes": dict(out), "problems": problems, "sessions": n_sessions}
 
 

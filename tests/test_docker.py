@@ -519,7 +519,7 @@ def test_default_model_from_the_environment(monkeypatch):
 
 @pytest.mark.slow
 def test_the_app_opens_with_the_default_model_from_the_environment():
-    code = "from pages.lib import state; print(state.AppState.__dataclass_fields__['model_name'].default)"
+    code = "from pages.lib.analysis import Analysis; print(Analysis.__dataclass_fields__['model_name'].default)"
     env = {**os.environ, "LIMECRAFT_DEFAULT_MODEL": "resnet18"}
     r = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120

@@ -12,7 +12,7 @@ from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
 from limecraft_core.regions import mask_from_canvas, region_at, toggle
 from pages.lib import analysis as A
-from pages.lib import config_form, display, frame, state, watermark_view
+from pages.lib import caches, config_form, display, frame, state, watermark_view
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -26,7 +26,7 @@ DRAW_MODES = {
 }
 
 
-def superpixel_controls(s: state.AppState) -> None:
+def superpixel_controls(s: A.Analysis) -> None:
     # Keys per analysis (state.wkey): the widgets show the analysis after a switch or a reload.
     c1, c2, c3 = st.columns([2, 2, 2])
     method = c1.selectbox(
@@ -50,7 +50,7 @@ def superpixel_controls(s: state.AppState) -> None:
     A.set_segmentation(s, A.SegSettings(method, int(n), outer, params, inner_method, size))
 
 
-def _detail_controls(s: state.AppState) -> tuple[str, int | str | None]:
+def _detail_controls(s: A.Analysis) -> tuple[str, int | str | None]:
     """The schema's other segmentation settings: the method inside handcrafted regions, and the
     size the image is segmented at (the app's default keeps previews quick)."""
     c1, c2 = st.columns(2)
@@ -110,7 +110,7 @@ def _method_params(method: str, now: dict[str, float]) -> tuple[tuple[str, float
     return tuple(out)
 
 
-def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> bool:
+def _add_drawn(s: A.Analysis, image_data: np.ndarray | None) -> bool:
     try:
         A.add_region(
             s,
@@ -125,7 +125,7 @@ def _add_drawn(s: state.AppState, image_data: np.ndarray | None) -> bool:
     return True
 
 
-def drawing(s: state.AppState) -> None:
+def drawing(s: A.Analysis) -> None:
     from streamlit_drawable_canvas import st_canvas  # only inside a running app (import gotcha)
 
     h, w = s.image.shape[:2]
@@ -163,7 +163,7 @@ def drawing(s: state.AppState) -> None:
         st.rerun()
 
 
-def upload_masks(s: state.AppState) -> None:
+def upload_masks(s: A.Analysis) -> None:
     up = st.file_uploader(
         "Upload a mask (PNG: each non-zero value or non-black colour is one region)",
         type=["png"],
@@ -194,7 +194,7 @@ def upload_masks(s: state.AppState) -> None:
         st.rerun()
 
 
-def _mask_regions(s: state.AppState, data: bytes, name: str) -> list[np.ndarray]:
+def _mask_regions(s: A.Analysis, data: bytes, name: str) -> list[np.ndarray]:
     """The regions of an uploaded mask file, or a LimecraftError that says what is wrong."""
     lab = decode_mask(data, f"'{name}'")
     masks = lc.masks_from_label_image(lab)
@@ -208,7 +208,7 @@ def _mask_regions(s: state.AppState, data: bytes, name: str) -> list[np.ndarray]
     return masks
 
 
-def demo_walkthrough(s: state.AppState) -> None:
+def demo_walkthrough(s: A.Analysis) -> None:
     """The demo story: the model learned a shortcut (the tag); draw it and see LIME find it."""
     if s.tag_mask is None:
         return
@@ -232,7 +232,7 @@ def demo_walkthrough(s: state.AppState) -> None:
         )
 
 
-def region_list(s: state.AppState) -> None:
+def region_list(s: A.Analysis) -> None:
     if not s.hand:
         st.caption("No handcrafted regions yet.")
         return
@@ -255,7 +255,7 @@ def region_list(s: state.AppState) -> None:
         )
 
 
-def _on_pick(s: state.AppState, labels: np.ndarray, keys: tuple[str, ...]) -> None:
+def _on_pick(s: A.Analysis, labels: np.ndarray, keys: tuple[str, ...]) -> None:
     c = st.session_state.get("pick")
     if not c:
         return
@@ -263,7 +263,7 @@ def _on_pick(s: state.AppState, labels: np.ndarray, keys: tuple[str, ...]) -> No
     s.selected = toggle(s.selected, keys[region])  # the pure toggle (tested in test_canvas)
 
 
-def selection(s: state.AppState, reg: lc.Regions) -> None:
+def selection(s: A.Analysis, reg: lc.Regions) -> None:
     from streamlit_image_coordinates import streamlit_image_coordinates
 
     labels = reg.labels
@@ -323,8 +323,8 @@ st.caption(
     "the rest is covered by automatic superpixels."
 )
 superpixel_controls(s)
-if state.regions(s).note:
-    st.info(state.regions(s).note, icon=":material/info:")
+if caches.regions(s).note:
+    st.info(caches.regions(s).note, icon=":material/info:")
 left, right = display.columns([3, 2], gap="large")
 with left:
     st.subheader("Draw a region")
@@ -338,4 +338,4 @@ with right:
     upload_masks(s)
 st.divider()
 st.subheader("Region map: click to select, then merge")
-selection(s, state.regions(s))
+selection(s, caches.regions(s))

@@ -10,7 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.limits import LIMITS
 from pages.lib import analysis as A
-from pages.lib import config_form, display, frame, state
+from pages.lib import caches, config_form, display, explain_run, frame, runtime, state
 from pages.lib.session import session, set_value
 from pages.lib.views import explain_controls, localisation_panel, results
 
@@ -44,7 +44,7 @@ def first_steps() -> Any:
     return place
 
 
-def image_header(s: state.AppState) -> None:
+def image_header(s: A.Analysis) -> None:
     """Which image and model, what the image shows, and whether the model can mean anything."""
     ref = A.model_ref(s)
     st.markdown(
@@ -52,13 +52,13 @@ def image_header(s: state.AppState) -> None:
         + (f": {display.md(s.note)}" if s.note else "")
         + f"  \nmodel: {display.md(ref.display_name)}"
     )
-    warning = state.model_fit_warning(s)
+    warning = runtime.model_fit_warning(s)
     if warning:
         st.warning(warning, icon=":material/warning:")
 
 
 def _offer_more_samples(
-    s: state.AppState, ex: lc.Explanation, reg: lc.Regions, config: lc.ExplainConfig
+    s: A.Analysis, ex: lc.Explanation, reg: lc.Regions, config: lc.ExplainConfig
 ) -> None:
     """When sampling reached its cap before the conclusion settled: say so, and offer to go
     on from the samples already scored (they are kept, and not scored again)."""
@@ -73,10 +73,10 @@ def _offer_more_samples(
         icon=":material/more_time:",
     )
     if more > asked and st.button(f"Continue to {more} samples", key="explain_more"):
-        if state.ready_classifier(s) is not None:
+        if runtime.ready_classifier(s) is not None:
             try:
                 bigger = config.replace(samples=more)
-                done = state.run_explain(s.image, reg, A.model_ref(s), bigger, live=True)
+                done = explain_run.run_explain(s.image, reg, A.model_ref(s), bigger, live=True)
                 A.set_explanation(s, done, config)  # the settings stay as the analyst typed them
                 s.stopped_from = None
             except (lc.LimecraftError, lc.ModelError) as e:
@@ -85,7 +85,7 @@ def _offer_more_samples(
             st.rerun()
 
 
-def settings_note(s: state.AppState, config: lc.ExplainConfig) -> None:
+def settings_note(s: A.Analysis, config: lc.ExplainConfig) -> None:
     """Beside Explain: the settings that are not the defaults, and whether they came with the
     previous image (a new image keeps them: see state.replace_image), with one click back."""
     changed = config.changed()
@@ -113,7 +113,7 @@ st.title("LIMEcraft")
 steps = first_steps()
 image_header(s)
 
-reg = state.regions(s)
+reg = caches.regions(s)
 labels = reg.labels
 left, right = display.columns([1, 1])
 with left:
@@ -146,12 +146,12 @@ with right:
     if st.session_state.get("cancel-Explaining"):
         st.info("Explain was cancelled. Your regions and earlier results are kept.")
     # "Stop here" in the live result: finish with the samples scored so far (none rescored)
-    stop_at = state.stop_here_samples(s.image, reg, A.model_ref(s), config)
+    stop_at = explain_run.stop_here_samples(s.image, reg, A.model_ref(s), config)
     if clicked or stop_at:
-        if state.ready_classifier(s) is not None:
+        if runtime.ready_classifier(s) is not None:
             try:
                 run_config = config.replace(samples=stop_at) if stop_at else config
-                ex = state.run_explain(s.image, reg, A.model_ref(s), run_config, live=True)
+                ex = explain_run.run_explain(s.image, reg, A.model_ref(s), run_config, live=True)
                 A.set_explanation(s, ex, config)
                 s.stopped_from = config.sampling.samples if stop_at else None
             except (lc.LimecraftError, lc.ModelError) as e:
@@ -190,9 +190,9 @@ if ex is not None and np.array_equal(ex.segments, labels):
         )
         if st.button("Compare with automatic superpixels only", key="compare"):
             try:
-                s.explanation_auto = state.run_explain(
+                s.explanation_auto = explain_run.run_explain(
                     s.image,
-                    state.regions(s, handcrafted=False),
+                    caches.regions(s, handcrafted=False),
                     A.model_ref(s),
                     s.config,
                     "Comparing",

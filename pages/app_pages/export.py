@@ -16,13 +16,15 @@ from limecraft_core.io.report import (
     regions_csv,
 )
 from pages.lib import analysis as A
-from pages.lib import config_form, display, frame, state, views
+from pages.lib import analysis_file as AF
+from pages.lib import caches, config_form, display, frame, runtime, state, views
+from pages.lib.analysis_doc import MAX_JSON_BYTES
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
 
 
-def _restore(s: state.AppState) -> None:
+def _restore(s: A.Analysis) -> None:
     """Restore an analysis file (everything comes back, its image too) or, as before, a plain
     explanation JSON of the loaded image."""
     up = st.session_state.get("restore_upload")
@@ -30,10 +32,10 @@ def _restore(s: state.AppState) -> None:
         return
     data = up.getvalue()
     try:
-        if len(data) > A.MAX_JSON_BYTES:
-            raise lc.LimecraftError(f"the file is over {A.MAX_JSON_BYTES // 2**20} MB")
+        if len(data) > MAX_JSON_BYTES:
+            raise lc.LimecraftError(f"the file is over {MAX_JSON_BYTES // 2**20} MB")
         if b'"limecraft-analysis"' in data[:4096]:
-            restored = A.from_json(data)
+            restored = AF.from_json(data)
             state.adopt(restored)
             held = ", ".join(A.contents(restored)) or "its image, with no regions or results yet"
         else:
@@ -52,20 +54,20 @@ def _restore(s: state.AppState) -> None:
     session().restored_note = f"Restored **{display.md(up.name)}**: {held}."
 
 
-def report_edits(s: state.AppState) -> list[ReportEdit]:
+def report_edits(s: A.Analysis) -> list[ReportEdit]:
     """The inspection for the report: each edit with the image before and after it and how the
     top 5 classes moved; after two or more, all of them together (original -> edited)."""
     if not s.edits:
         return []
     from limecraft_core.edits import apply_edits
 
-    reg = state.regions(s)
+    reg = caches.regions(s)
     described = A.edit_names(s, reg.names)
     # The app applies the edits cumulatively, from the original each time: so does the report.
     images = [s.image] + [
         apply_edits(s.image, reg.labels, s.edits[: i + 1]).image for i in range(len(s.edits))
     ]
-    scores = [state.predict(s, im) for im in images]
+    scores = [runtime.predict(s, im) for im in images]
     order = [] if scores[0] is None else np.argsort(-scores[0])[:5]
 
     def step(text: str, i: int, j: int) -> ReportEdit:
@@ -74,7 +76,7 @@ def report_edits(s: state.AppState) -> list[ReportEdit]:
             []
             if a is None or b is None
             else [
-                PredictionChange(state.class_label(s, int(c)), float(a[c]), float(b[c]))
+                PredictionChange(runtime.class_label(s, int(c)), float(a[c]), float(b[c]))
                 for c in order
             ]
         )
@@ -91,7 +93,7 @@ st.title("Export")
 stem = s.image_name.rsplit(".", 1)[0].replace(" ", "_")[:60] or "image"
 st.download_button(
     "Analysis (JSON)",
-    A.to_json(s),
+    AF.to_json(s),
     f"{stem}_analysis.json",
     "application/json",
     key="dl-analysis",
@@ -154,7 +156,7 @@ else:
             paste.names,
             paste.pictures,
             region=paste.region,
-            label=lambda i: state.class_label(s, i),
+            label=lambda i: runtime.class_label(s, i),
         )
     # The report draws its own large pictures, with legends, from the explanation. It is a few
     # MB: built when the button is pressed (html_report is pure), not on every rerun.

@@ -11,7 +11,16 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edit, apply_edits
 from pages.lib import analysis as A
-from pages.lib import display, frame, state, transplant_view, watermark_view
+from pages.lib import (
+    caches,
+    display,
+    explain_run,
+    frame,
+    runtime,
+    state,
+    transplant_view,
+    watermark_view,
+)
 from pages.lib.session import session
 from pages.lib.views import results
 
@@ -86,31 +95,31 @@ def edit_controls(region: int, h: int, w: int) -> Edit | None:
     return Edit(kind=kind, region=region, **p)
 
 
-def _apply(s: state.AppState, pending: Edit | None) -> None:
+def _apply(s: A.Analysis, pending: Edit | None) -> None:
     if pending is None:
         return
     A.apply_edit(s, pending)
     _fresh_controls()
 
 
-def _undo(s: state.AppState) -> None:
+def _undo(s: A.Analysis) -> None:
     A.undo_edit(s)
     _fresh_controls()
 
 
-def _reset(s: state.AppState) -> None:
+def _reset(s: A.Analysis) -> None:
     A.reset_edits(s)
     _fresh_controls()
 
 
-def _weights(s: state.AppState, k: int) -> np.ndarray | None:
+def _weights(s: A.Analysis, k: int) -> np.ndarray | None:
     ex = s.explanation
     if ex is None or ex.n_regions != k:
         return None
     return ex.class_weights[0]
 
 
-def region_order(s: state.AppState, names: tuple[str, ...], k: int) -> list[int]:
+def region_order(s: A.Analysis, names: tuple[str, ...], k: int) -> list[int]:
     """Named regions first (the ones the analyst made), then by |weight| when explained."""
     w = _weights(s, k)
     return sorted(
@@ -119,14 +128,14 @@ def region_order(s: state.AppState, names: tuple[str, ...], k: int) -> list[int]
     )
 
 
-def region_label(s: state.AppState, names: tuple[str, ...], i: int) -> str:
+def region_label(s: A.Analysis, names: tuple[str, ...], i: int) -> str:
     """``id name (weight)``: the id of the maps, the name given on Craft, the weight explained."""
     w = _weights(s, len(names))
     label = f"{i} {names[i]}".strip() if i < len(names) else str(i)
     return label + (f" (weight {w[i]:+.3f})" if w is not None else "")
 
 
-def follow_control(s: state.AppState, before: np.ndarray) -> int:
+def follow_control(s: A.Analysis, before: np.ndarray) -> int:
     """The class to follow: its before and after always show, in the prediction table and in
     the paste. Default: the explained class, else the model's top class."""
     order = [int(i) for i in np.argsort(-before)]
@@ -138,19 +147,19 @@ def follow_control(s: state.AppState, before: np.ndarray) -> int:
             order,
             index=order.index(first) if first in order else 0,
             key="edit_follow",
-            format_func=lambda i: f"{state.class_label(s, i)} ({i})",
+            format_func=lambda i: f"{runtime.class_label(s, i)} ({i})",
             help="Its score before and after always shows, whatever the top classes are; the "
             "paste below follows it too. Default: the explained class",
         )
     )
 
 
-def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray, follow: int) -> None:
+def prediction_table(s: A.Analysis, before: np.ndarray, after: np.ndarray, follow: int) -> None:
     order = [int(i) for i in np.argsort(-before)[:5]]
     for i in [*np.argsort(-after)[:5], follow]:
         if int(i) not in order:
             order.append(int(i))
-    names = [state.class_label(s, int(i)) for i in order]
+    names = [runtime.class_label(s, int(i)) for i in order]
     top = int(order[0])
     d = float(after[top] - before[top])
     new_top = int(np.argmax(after))
@@ -159,13 +168,13 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray, f
         + (
             ""
             if new_top == top
-            else f"; the edited image is now **{display.md(state.class_label(s, new_top))}**"
+            else f"; the edited image is now **{display.md(runtime.class_label(s, new_top))}**"
             f" ({after[new_top]:.3f})"
         )
     )
     if follow != top:
         st.markdown(
-            f"Followed class: **{display.md(state.class_label(s, follow))}** "
+            f"Followed class: **{display.md(runtime.class_label(s, follow))}** "
             f"{before[follow]:.3f} → {after[follow]:.3f} ({after[follow] - before[follow]:+.3f})"
         )
     a, b = display.columns([3, 2])
@@ -201,7 +210,7 @@ def prediction_table(s: state.AppState, before: np.ndarray, after: np.ndarray, f
     )
 
 
-def _preview_caption(s: state.AppState, pending: Edit | None) -> str:
+def _preview_caption(s: A.Analysis, pending: Edit | None) -> str:
     if pending is None:
         return "edited (no edit pending)" if s.edits else "no edit yet"
     if pending.kind in ("move", "rotate", "scale"):
@@ -214,9 +223,9 @@ st.title("Inspect")
 st.caption(
     "Change one region and watch the prediction move: this is how a shortcut or a bias is caught."
 )
-if state.ready_classifier(s) is None:
+if runtime.ready_classifier(s) is None:
     st.stop()
-reg = state.regions(s)
+reg = caches.regions(s)
 base = edited(s.image, reg.labels, tuple(s.edits))
 k = int(base.labels.max()) + 1
 # Edits keep the region ids unless a region vanished; then the names no longer line up.
@@ -283,8 +292,8 @@ with c2:
         edited_outline = preview.image
     b.image(display.to_display(edited_outline, 280), caption=_preview_caption(s, pending))
 watermark_view.region_buttons(s, "inspect")
-before = state.predict(s, s.image)
-after = state.predict(s, preview.image)
+before = runtime.predict(s, s.image)
+after = runtime.predict(s, preview.image)
 follow: int | None = None
 if before is not None and after is not None:
     st.subheader("Prediction: original and edited")
@@ -307,7 +316,7 @@ if st.button("Explain the edited image", key="explain_edited"):
         edited_regions = lc.regions_from_labels(
             preview.labels, list(names) if k2 == len(names) else None
         )
-        ex = state.run_explain(
+        ex = explain_run.run_explain(
             preview.image, edited_regions, A.model_ref(s), s.config, "Explaining the edited image"
         )
         A.set_edited(s, preview.image, ex)
@@ -322,10 +331,10 @@ if s.edited_explanation is not None and s.edited_image is not None:
             icon=":material/info:",
         )
     st.image(display.to_display(s.edited_image, 280), caption="the explained image")
-    scored = state.predict(s, s.edited_image)
+    scored = runtime.predict(s, s.edited_image)
     if follow is not None and before is not None and scored is not None:
         st.markdown(
-            f"Followed class on the explained image: **{display.md(state.class_label(s, follow))}"
+            f"Followed class on the explained image: **{display.md(runtime.class_label(s, follow))}"
             f"** {scored[follow]:.3f} (the original: {before[follow]:.3f})"
         )
     results(s, s.edited_explanation, key="edited", image=s.edited_image)

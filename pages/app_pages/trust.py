@@ -13,7 +13,7 @@ import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
 from pages.lib import analysis as A
-from pages.lib import charts, config_form, display, frame, state
+from pages.lib import caches, charts, config_form, display, explain_run, frame, runtime, state
 from pages.lib.views import VERDICT_TEXT, localisation_panel
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -59,7 +59,7 @@ def trust_controls(s) -> lc.ExplainConfig:
         st.stop()
 
 
-def _stability(s: state.AppState, ex: lc.Explanation) -> None:
+def _stability(s: A.Analysis, ex: lc.Explanation) -> None:
     stb = ex.trust.stability
     st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.runs}")
     if stb.reason:  # the conclusion, then the detail on a line of its own
@@ -324,7 +324,7 @@ def _field_metrics(ex: lc.Explanation) -> None:
         )
 
 
-def _fills(s: state.AppState, ex: lc.Explanation) -> None:
+def _fills(s: A.Analysis, ex: lc.Explanation) -> None:
     f = ex.trust.fills
     st.markdown("#### Does the conclusion depend on the fill?")
     cols = st.columns(len(f.fills))
@@ -356,14 +356,14 @@ st.caption(
     "A LIME explanation is a random, local approximation. Repeat it, vary the kernel and the "
     "fill, and check that hiding the regions it ranks first really changes the prediction."
 )
-if state.ready_classifier(s) is None:
+if runtime.ready_classifier(s) is None:
     st.stop()
-reg = state.regions(s)
+reg = caches.regions(s)
 settings = trust_controls(s)
 if st.button("Check the explanation", type="primary", key="trust_run"):
     try:
         s.trust_explanation = A.with_expected(
-            s, state.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
+            s, explain_run.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
         )
     except (lc.LimecraftError, lc.ModelError) as e:
         display.error(f"The check failed: {e}")

@@ -4,63 +4,39 @@ An :class:`Analysis` holds the image, the model, the segmentation settings, the 
 regions, the merges, the selection, the :class:`~limecraft_core.ExplainConfig`, the applied
 edits and the results. Pages change it only through the small named actions below (pure
 functions, no Streamlit), and the same value is saved as the user works, exported, and restored:
-:func:`to_json` / :func:`from_json` write and read the one format, ``limecraft-analysis``
-version 1. A file is untrusted: :func:`from_dict` checks every part and raises
-:class:`~limecraft_core.LimecraftError` with a plain message.
+its file format, ``limecraft-analysis`` version 1, is in :mod:`pages.lib.analysis_file`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import hashlib
-import inspect
-import json
-import math
 import os
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
 
 import limecraft_core as lc
-from limecraft_core._validate import MAX_PIXELS
-from limecraft_core.classifier import NORMALIZATIONS
-from limecraft_core.codecs.npz import encode_npz, is_map, load_npz, npz_members
-from limecraft_core.codecs.schema import Bad, Schema, check, fixed, one_of, read_json
 from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
-from limecraft_core.io import decode_image, encode_png
-from limecraft_core.limits import LIMITS
 from models import registry
 
 __all__ = [
     "APP_CONFIG",
-    "FORMAT",
-    "FORMAT_VERSION",
     "REGION_COLOURS",
     "Analysis",
     "HandRegion",
     "Merge",
     "Paste",
     "SegSettings",
-    "from_json",
-    "to_json",
 ]
 
-FORMAT = "limecraft-analysis"
-FORMAT_VERSION = 1
 #: The app's default settings: the engine's. Every result has a stability verdict from its one
 #: sample (resampled; no extra model pass), and sampling stops once that verdict is stable.
 APP_CONFIG = lc.ExplainConfig()
-#: A saved analysis (or an exported file) is refused above this size.
-MAX_JSON_BYTES = 100 * 2**20
 MAX_HAND_REGIONS = 200
 MAX_MERGES = 1000
 MAX_EDITS = 200
@@ -371,7 +347,7 @@ def _regions_changed(a: Analysis) -> None:
 
 
 def _results_stale(a: Analysis) -> None:
-    _set_results(a, Results())
+    set_results(a, Results())
 
 
 @dataclass(frozen=True)
@@ -393,11 +369,11 @@ class Results:
 MAX_OTHER_MODELS = 4  # other models' results kept in an analysis (the oldest go first)
 
 
-def _results_of(a: Analysis) -> Results:
+def results_of(a: Analysis) -> Results:
     return Results(*(getattr(a, f.name) for f in dataclasses.fields(Results)))
 
 
-def _set_results(a: Analysis, r: Results) -> None:
+def set_results(a: Analysis, r: Results) -> None:
     for f in dataclasses.fields(Results):
         setattr(a, f.name, getattr(r, f.name))
 
@@ -536,14 +512,14 @@ def set_model(
     results, if this analysis has any, come back."""
     new = (name, labels, arch, normalize)
     if new != (a.model_name, a.model_labels, a.model_arch, a.model_normalize):
-        held = _results_of(a)
+        held = results_of(a)
         if held.any():
             a.other_models.pop(model_ref(a), None)
             a.other_models[model_ref(a)] = held
             while len(a.other_models) > MAX_OTHER_MODELS:
                 del a.other_models[next(iter(a.other_models))]
         a.model_name, a.model_labels, a.model_arch, a.model_normalize = new
-        _set_results(a, a.other_models.pop(model_ref(a), Results()))
+        set_results(a, a.other_models.pop(model_ref(a), Results()))
 
 
 @dataclass(frozen=True)
@@ -614,29 +590,7 @@ def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
     a.config = within_app(ex.config)
 
 
-def from_audit(
-    image: np.ndarray,
-    name: str,
-    ex: lc.Explanation,
-    *,
-    model: ModelRef,
-    expected: np.ndarray | None = None,
-    tag_mask: np.ndarray | None = None,
-    note: str = "",
-) -> Analysis:
-    """One image of an audit as a new analysis: its regions and explanation as the audit made
-    them, and its expected mask as the expected area (so Explain and Trust measure against it
-    at once)."""
-    a = new(image, name, tag_mask=tag_mask, note=note, source="audit")
-    a.model_name, a.model_labels = model.name, list(model.labels) if model.labels else None
-    a.model_arch, a.model_normalize = model.arch, model.normalize
-    a.expected_area = None if expected is None else np.asarray(expected, bool).copy()
-    restore_explanation(a, ex)
-    a.explanation = with_expected(a, ex)
-    return a
-
-
-# ----------------------------------------------------------------------------- the format
+# ----------------------------------------------------------------------------- identity
 
 
 def digest(a: np.ndarray) -> str:
@@ -644,662 +598,3 @@ def digest(a: np.ndarray) -> str:
     h.update(str((a.shape, a.dtype.str)).encode())
     h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()
-
-
-def fingerprint(a: Analysis) -> str:
-    """A cheap hash of the value: it changes whenever what :func:`to_json` writes changes.
-
-    Results are immutable, so their identity stands for their content."""
-    h = hashlib.blake2b(digest_size=16)
-    parts = [
-        a.image_name,
-        a.note,
-        a.source,
-        a.model_name,
-        a.model_labels,
-        a.model_arch,
-        a.model_normalize,
-        dataclasses.astuple(a.seg),
-        [(r.name, r.inner, r.colour, r.uid) for r in a.hand],
-        [tuple(m) for m in a.merges],
-        sorted(a.selected),
-        json.dumps(a.config.to_dict(), sort_keys=True),
-        [dataclasses.astuple(e) for e in a.edits],
-        a.area_expected,
-        [
-            id(x)
-            for x in (
-                a.restored,
-                a.explanation,
-                a.explanation_auto,
-                a.trust_explanation,
-                a.edited_explanation,
-                a.paste,
-            )
-        ],
-    ]
-    parts.append(
-        [
-            (ref, [id(getattr(r, f.name)) for f in dataclasses.fields(Results)])
-            for ref, r in a.other_models.items()
-        ]
-    )
-    h.update(repr(parts).encode())
-    for arr in (a.image, a.tag_mask, a.edited_image, a.expected_area, *(r.mask for r in a.hand)):
-        h.update(b"-" if arr is None else digest(arr).encode())
-    return h.hexdigest()
-
-
-_PNGS: OrderedDict[str, str] = OrderedDict()  # digest -> base64 PNG, the images saved last
-_PNGS_CHARS = 256 * 2**20  # at most this much kept (a noisy 24 Mpx photo is about 50 MB)
-_PNGS_LOCK = threading.Lock()
-
-
-def _b64_png(image: np.ndarray) -> str:
-    """The image as base64 PNG. The analysis is saved after every run that changed it, and a
-    large photo takes seconds to encode: each image is encoded once (found again by its
-    content), at the fast compression level (a file about 10% larger)."""
-    key = digest(image)
-    with _PNGS_LOCK:
-        hit = _PNGS.get(key)
-        if hit is not None:
-            _PNGS.move_to_end(key)
-            return hit
-    out = base64.b64encode(encode_png(image, compress_level=1)).decode("ascii")
-    with _PNGS_LOCK:
-        _PNGS[key] = out
-        while len(_PNGS) > 1 and sum(map(len, _PNGS.values())) > _PNGS_CHARS:
-            _PNGS.popitem(last=False)
-    return out
-
-
-def _npz(a: np.ndarray) -> str:
-    return base64.b64encode(encode_npz({"a": a})).decode("ascii")
-
-
-def _ex(ex: lc.Explanation | None) -> dict | None:
-    return None if ex is None else ex.to_dict()
-
-
-def to_dict(a: Analysis) -> dict[str, Any]:
-    """The analysis as plain JSON values; see the module docstring."""
-    r = a.restored
-    return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "image": {
-            "name": a.image_name,
-            "note": a.note,
-            "source": a.source,
-            "png": _b64_png(a.image),
-            "tag_mask": None if a.tag_mask is None else _npz(a.tag_mask.astype(bool)),
-            "expected_area": None
-            if a.expected_area is None
-            else _npz(a.expected_area.astype(bool)),
-            "area_expected": a.area_expected,
-        },
-        "model": {
-            "name": a.model_name,
-            "labels": a.model_labels,
-            "arch": a.model_arch,
-            "normalize": a.model_normalize,
-        },
-        "segmentation": {
-            "method": a.seg.method,
-            "n_segments": a.seg.n_segments,
-            "outer": a.seg.outer,
-            "params": [[k, v] for k, v in a.seg.params],
-            "inner_method": a.seg.inner_method,
-            "working_size": a.seg.working_size,
-        },
-        "regions": [
-            {
-                "name": h.name,
-                "inner": h.inner,
-                "colour": h.colour,
-                "uid": h.uid,
-                "expected": h.expected,
-                "mask": _npz(h.mask),
-            }
-            for h in a.hand
-        ],
-        "merges": [{"keys": list(m.keys), "name": m.name, "key": m.key} for m in a.merges],
-        "restored_regions": None
-        if r is None
-        else {
-            "atoms": _npz(r.atoms.astype(np.int32)),
-            "atom_keys": list(r.atom_keys),
-            "atom_names": list(r.atom_names),
-            "groups": [list(g) for g in r.groups],
-            "group_names": list(r.group_names),
-        },
-        "selected": sorted(a.selected),
-        "settings": a.config.to_dict(),
-        "edits": [{f.name: getattr(e, f.name) for f in dataclasses.fields(e)} for e in a.edits],
-        "results": _results_dict(_results_of(a)),
-        "other_models": [
-            {
-                "model": {
-                    "name": ref.name,
-                    "labels": None if ref.labels is None else list(ref.labels),
-                    "arch": ref.arch,
-                    "normalize": ref.normalize,
-                },
-                "results": _results_dict(r),
-            }
-            for ref, r in a.other_models.items()
-        ],
-    }
-
-
-def _results_dict(r: Results) -> dict[str, Any]:
-    return {
-        "explanation": _ex(r.explanation),
-        "automatic": _ex(r.explanation_auto),
-        "trust": _ex(r.trust_explanation),
-        "edited": None
-        if r.edited_explanation is None or r.edited_image is None
-        else {"image": _b64_png(r.edited_image), "explanation": _ex(r.edited_explanation)},
-        "paste": None if r.paste is None else _paste_dict(r.paste),
-    }
-
-
-def _paste_dict(p: Paste) -> dict[str, Any]:
-    r = p.result
-    return {
-        "region": p.region,
-        "mask": _npz(p.mask.astype(bool)),
-        "class": r.target_class,
-        "names": list(p.names),
-        "before": r.before.tolist(),
-        "after": r.after.tolist(),
-        "top_before": r.top_before.tolist(),
-        "top_after": r.top_after.tolist(),
-        "clipped": r.clipped.tolist(),
-        "null_after": None if r.null_after is None else r.null_after.tolist(),
-        "null_draws": r.null_draws,
-        "pictures": [_b64_png(x) for x in p.pictures],
-        "source": p.source,
-    }
-
-
-def to_json(a: Analysis) -> str:
-    return json.dumps(to_dict(a), separators=(",", ":"))
-
-
-# ----------------------------------------------------------------------------- reading
-# The file's schema: each field carries its check, worded as the file's messages have always
-# been; ``{loc}`` is where the value sits (``regions[0]``), ``{up}`` where its parent sits.
-
-
-def _obj(what: str) -> BeforeValidator:
-    def ok(v: Any) -> Any:
-        if not isinstance(v, dict):
-            raise Bad(f"{what} must be an object")
-        return v
-
-    return BeforeValidator(ok)
-
-
-def _list(what: str, most: int) -> BeforeValidator:
-    def ok(v: Any) -> Any:
-        if not isinstance(v, list):
-            raise Bad(f"{what} must be a list")
-        if len(v) > most:
-            raise Bad(f"{what} has {len(v)} entries; at most {most}")
-        return v
-
-    return BeforeValidator(ok)
-
-
-def _text(what: str, most: int = MAX_NAME) -> BeforeValidator:
-    def ok(v: Any) -> str:
-        if not isinstance(v, str) or len(v) > most:
-            raise Bad(f"{what} must be a string of at most {most} characters")
-        return v
-
-    return BeforeValidator(ok)
-
-
-def _maybe(check: BeforeValidator) -> BeforeValidator:
-    """``check``, or None for null (a missing optional part)."""
-    f: Any = check.func
-    takes_info = len(inspect.signature(f).parameters) == 2
-
-    def ok(v: Any, info: ValidationInfo) -> Any:
-        if v is None:
-            return None
-        return f(v, info) if takes_info else f(v)
-
-    return BeforeValidator(ok)
-
-
-def _int(what: str, lo: int, hi: int) -> BeforeValidator:
-    def ok(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise Bad(f"{what} must be an integer in [{lo}, {hi}], got {v!r}")
-        return v
-
-    return BeforeValidator(ok)
-
-
-def _bool(what: str) -> BeforeValidator:
-    def ok(v: Any) -> bool:
-        if not isinstance(v, bool):
-            raise Bad(f"{what} must be true or false, got {v!r}")
-        return v
-
-    return BeforeValidator(ok)
-
-
-def _png(what: str, *, sets_shape: bool = False, any_size: bool = False) -> BeforeValidator:
-    """A base64 image; the analysis' own image (``sets_shape``) gives the size the masks and
-    explanations after it must have (a picture of another image: ``any_size``)."""
-
-    def ok(v: Any, info: ValidationInfo) -> np.ndarray:
-        if not isinstance(v, str) or len(v) > 4 * MAX_JSON_BYTES:
-            raise Bad(f"{what} is not base64")
-        try:
-            data = base64.b64decode(v, validate=True)
-        except ValueError:
-            raise Bad(f"{what} is not base64") from None
-        image = decode_image(data, f"the analysis file's {what}")
-        if sets_shape:
-            info.context["shape"] = image.shape[:2]
-        elif not any_size and image.shape[:2] != info.context.get("shape", image.shape[:2]):
-            raise Bad(f"the {what} must have the image's size")
-        return image
-
-    return BeforeValidator(ok)
-
-
-def _array(what: str, kinds: str) -> BeforeValidator:
-    """A 2-D array from base64 npz of the image's size, its header checked before it is
-    inflated (a few KB of zeros can inflate to GBs)."""
-
-    def ok(v: Any, info: ValidationInfo) -> np.ndarray:
-        if not isinstance(v, str) or len(v) > 4 * MAX_JSON_BYTES:
-            raise Bad(f"{what} must be a string of at most {4 * MAX_JSON_BYTES} characters")
-        try:
-            raw = base64.b64decode(v, validate=True)
-            (a,) = npz_members(raw)
-            if not is_map(a, kinds):
-                raise Bad(f"{what} must be a 2-D map of at most {MAX_PIXELS:,} pixels")
-            arr = load_npz(raw)["a"]
-        except Bad:
-            raise
-        except Exception as e:
-            raise Bad(f"{what} could not be decoded ({_why(e)})") from None
-        shape = info.context.get("shape", arr.shape)
-        if arr.shape != shape:
-            raise Bad(
-                f"{what} is {arr.shape[1]}x{arr.shape[0]}; the image is {shape[1]}x{shape[0]}"
-            )
-        return arr.astype(bool) if kinds == "bui" else arr.astype(np.int32)
-
-    return BeforeValidator(ok)
-
-
-def _why(e: Exception) -> str:
-    """Why an array could not be decoded, in a few words."""
-    if isinstance(e, binascii.Error):
-        return "not base64"
-    return str(e) or type(e).__name__
-
-
-def _explanation(where: str) -> BeforeValidator:
-    def ok(v: Any, info: ValidationInfo) -> lc.Explanation | None:
-        if v is None:
-            return None
-        try:
-            ex = lc.Explanation.from_dict(v)
-        except lc.LimecraftError as e:
-            raise Bad(f"{where}: {e}") from None
-        if ex.segments.shape != info.context.get("shape", ex.segments.shape):
-            raise Bad(f"{where} is for another image size")
-        return ex
-
-    return BeforeValidator(ok)
-
-
-def _settings(v: Any) -> lc.ExplainConfig:
-    try:
-        return within_app(lc.ExplainConfig.from_dict(v))
-    except lc.LimecraftError as e:
-        raise Bad(f"settings: {e}") from None
-
-
-def _edit(v: Any) -> Edit:
-    if not isinstance(v, dict):
-        raise Bad("{loc} must be an object")
-    known = {f.name for f in dataclasses.fields(Edit)}
-    unknown = sorted(set(v) - known)
-    if unknown:
-        raise Bad(f"{{loc}}: unknown field {unknown[0]!r}")
-    try:
-        return Edit(**v)
-    except (lc.LimecraftError, TypeError) as e:
-        raise Bad(f"{{loc}}: {e}") from None
-
-
-def _version(v: Any) -> int:
-    if v != FORMAT_VERSION or isinstance(v, bool):
-        raise Bad(f"unsupported format_version {v!r}")
-    return v
-
-
-def _normalize(v: Any) -> str | None:
-    if v is not None and v not in (*NORMALIZATIONS, PIXELS_0_255):
-        raise Bad(f"model normalize must be one of {', '.join(NORMALIZATIONS)}, {PIXELS_0_255}")
-    return v
-
-
-_LABELS = _maybe(_list("labels", 100_000))
-Label = Annotated[str, _text("a class label", 1000)]
-RegionName = Annotated[str, _text("a region name")]
-
-
-class _ImageDoc(Schema):
-    png: Annotated[np.ndarray, _png("image", sets_shape=True)] = None  # type: ignore[assignment]
-    source: Annotated[
-        str, BeforeValidator(one_of(SOURCES, f"image source must be one of {', '.join(SOURCES)}"))
-    ] = None  # type: ignore[assignment]
-    name: Annotated[str, _text("image name", 300)] = None  # type: ignore[assignment]
-    tag_mask: Annotated[np.ndarray | None, _maybe(_array("tag_mask", "bui"))] = None
-    expected_area: Annotated[np.ndarray | None, _maybe(_array("expected_area", "bui"))] = None
-    area_expected: Annotated[bool, _bool("image area_expected")] = True
-    note: Annotated[str, _text("image note", 1000)] = ""
-
-
-class _ModelDoc(Schema):
-    labels: Annotated[list[Label] | None, _LABELS] = None
-    name: Annotated[str, _text("model name", 4096)] = None  # type: ignore[assignment]
-    arch: Annotated[str | None, _maybe(_text("arch", 100))] = None
-    normalize: Annotated[str | None, BeforeValidator(_normalize)] = None
-
-
-class _MergeDoc(Schema):
-    keys: Annotated[list[Annotated[str, _text("a merged key", 10_000)]], _list("keys", 10_000)] = (
-        None  # type: ignore[assignment]
-    )
-    name: Annotated[str, _text("a merge name")] = None  # type: ignore[assignment]
-    key: Annotated[str, _text("a merge key", 100_000)] = None  # type: ignore[assignment]
-
-
-class _EditedDoc(Schema):
-    image: Annotated[np.ndarray, _png("edited image")] = None  # type: ignore[assignment]
-    explanation: Annotated[lc.Explanation | None, _explanation("{up}")] = None
-
-
-def _numbers(what: str, kind: type) -> BeforeValidator:
-    """A list of at most MAX_PASTE_TARGETS numbers (``kind`` int: integers, bool: booleans)."""
-
-    def one(x: Any) -> bool:
-        if kind is bool:
-            return isinstance(x, bool)
-        if isinstance(x, bool) or not isinstance(x, (int, float)):
-            return False
-        return isinstance(x, int) if kind is int else math.isfinite(x)
-
-    def ok(v: Any) -> Any:
-        if not isinstance(v, list) or len(v) > MAX_PASTE_TARGETS or not all(map(one, v)):
-            name = {bool: "true or false", int: "integers"}.get(kind, "numbers")
-            raise Bad(f"{what} must be a list of at most {MAX_PASTE_TARGETS} {name}")
-        return v
-
-    return BeforeValidator(ok)
-
-
-class _PasteDoc(Schema):
-    region: Annotated[str, _text("paste region", 400)] = None  # type: ignore[assignment]
-    mask: Annotated[np.ndarray, _array("paste mask", "bui")] = None  # type: ignore[assignment]
-    target_class: Annotated[int, _int("paste class", 0, 10**6)] = Field(None, alias="class")  # type: ignore[assignment]
-    names: Annotated[
-        list[Annotated[str, _text("a pasted image's name", 300)]], _list("paste names", 8)
-    ] = None  # type: ignore[assignment]
-    before: Annotated[list[float], _numbers("paste before", float)] = None  # type: ignore[assignment]
-    after: Annotated[list[float], _numbers("paste after", float)] = None  # type: ignore[assignment]
-    top_before: Annotated[list[int], _numbers("paste top_before", int)] = None  # type: ignore[assignment]
-    top_after: Annotated[list[int], _numbers("paste top_after", int)] = None  # type: ignore[assignment]
-    clipped: Annotated[list[bool], _numbers("paste clipped", bool)] = None  # type: ignore[assignment]
-    null_after: Annotated[list[float] | None, _maybe(_numbers("paste null_after", float))] = None
-    null_draws: Annotated[int, _int("paste null_draws", 0, 100)] = 0
-    pictures: Annotated[
-        list[Annotated[np.ndarray, _png("pasted picture", any_size=True)]],
-        _list("paste pictures", 8),
-    ] = None  # type: ignore[assignment]
-
-    source: Annotated[str, _text("paste source", 64)] = ""
-
-    def value(self) -> Paste:
-        k = len(self.names)
-        lists = (self.before, self.after, self.top_before, self.top_after, self.clipped)
-        if k == 0 or any(len(x) != k for x in (*lists, self.pictures, self.null_after or [0] * k)):
-            raise lc.LimecraftError(
-                "analysis file: paste must have one name, score and picture per image"
-            )
-        if (self.null_after is None) != (self.null_draws == 0):
-            raise lc.LimecraftError("analysis file: paste null_after and null_draws disagree")
-        return Paste(
-            region=self.region,
-            mask=self.mask,
-            names=tuple(self.names),
-            result=lc.Insertion(
-                target_class=self.target_class,
-                before=np.asarray(self.before, float),
-                after=np.asarray(self.after, float),
-                top_before=np.asarray(self.top_before, int),
-                top_after=np.asarray(self.top_after, int),
-                clipped=np.asarray(self.clipped, bool),
-                null_after=None if self.null_after is None else np.asarray(self.null_after, float),
-                null_draws=self.null_draws,
-            ),
-            pictures=tuple(self.pictures),
-            source=self.source,
-        )
-
-
-class _ResultsDoc(Schema):
-    edited: Annotated[_EditedDoc | None, _maybe(_obj("{loc}"))] = None
-    paste: Annotated[_PasteDoc | None, _maybe(_obj("{loc}"))] = None
-    explanation: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
-    automatic: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
-    trust: Annotated[lc.Explanation | None, _explanation("{loc}")] = None
-
-    def value(self) -> Results:
-        e = self.edited
-        return Results(
-            explanation=self.explanation,
-            explanation_auto=self.automatic,
-            trust_explanation=self.trust,
-            edited_image=None if e is None else e.image,
-            edited_explanation=None if e is None else e.explanation,
-            paste=None if self.paste is None else self.paste.value(),
-        )
-
-
-class _OtherDoc(Schema):
-    model: Annotated[_ModelDoc, _obj("{loc}")] = None  # type: ignore[assignment]
-    results: Annotated[_ResultsDoc, _obj("{loc}")] = Field(default_factory=dict)
-
-
-def _seg_settings(d: _SegDoc) -> SegSettings:
-    try:
-        checked = SegmentationConfig(
-            method=d.method,
-            params=tuple(tuple(p) for p in d.params),
-            inner_method=d.inner_method,
-            working_size="auto" if d.working_size == APP_WORKING_SIZE else d.working_size,
-        )
-    except (lc.LimecraftError, TypeError) as e:
-        raise Bad(f"segmentation: {e}") from None
-    return SegSettings(
-        d.method,
-        d.n_segments,
-        d.outer,
-        tuple((str(k), float(v)) for k, v in checked.params),
-        checked.inner_method,
-        d.working_size,
-    )
-
-
-_N = LIMITS["n_segments"].app or (LIMITS["n_segments"].lo, LIMITS["n_segments"].hi)
-_INNER = LIMITS["inner_segments"]
-
-
-class _SegDoc(Schema):
-    method: Annotated[
-        str,
-        BeforeValidator(
-            one_of(lc.SEGMENTERS, f"segmentation method must be one of {', '.join(lc.SEGMENTERS)}")
-        ),
-    ] = None  # type: ignore[assignment]
-    n_segments: Annotated[int, _int("segmentation n_segments", int(_N[0]), int(_N[1]))] = None  # type: ignore[assignment]
-    outer: Annotated[
-        str,
-        BeforeValidator(
-            one_of(("segment", "one"), "segmentation outer must be 'segment' or 'one'")
-        ),
-    ] = None  # type: ignore[assignment]
-    params: Annotated[list, _list("segmentation params", 10)] = Field(default_factory=list)
-    inner_method: Any = "slic"
-    working_size: Any = APP_WORKING_SIZE
-
-
-def _hand(d: _HandDoc) -> HandRegion:
-    if not d.uid.isalnum():
-        raise Bad("{loc} uid must be letters and digits")
-    return HandRegion(d.name, d.mask, d.inner, d.colour, d.uid, d.expected)
-
-
-class _HandDoc(Schema):
-    colour: Annotated[
-        str,
-        BeforeValidator(
-            one_of(REGION_COLOURS, f"{{up}} colour must be one of {', '.join(REGION_COLOURS)}")
-        ),
-    ] = None  # type: ignore[assignment]
-    uid: Annotated[str, _text("{up} uid", 32)] = None  # type: ignore[assignment]
-    name: Annotated[str, _text("{up} name")] = None  # type: ignore[assignment]
-    mask: Annotated[np.ndarray, _array("{up} mask", "bui")] = None  # type: ignore[assignment]
-    inner: Annotated[int, _int("{up} inner", int(_INNER.lo), int(_INNER.app[1]))] = None  # type: ignore[assignment,index]
-    expected: Annotated[bool, _bool("{up} expected")] = False
-
-
-def _regions(d: _RestoredDoc) -> lc.Regions:
-    try:
-        return lc.Regions(
-            d.atoms,
-            tuple(d.atom_keys),
-            tuple(d.atom_names),
-            tuple(tuple(g) for g in d.groups),
-            tuple(d.group_names),
-        )
-    except lc.LimecraftError:
-        raise
-    except Exception as e:
-        raise Bad(f"restored_regions do not fit together ({e})") from None
-
-
-class _RestoredDoc(Schema):
-    atoms: Annotated[np.ndarray, _array("restored_regions atoms", "iu")] = None  # type: ignore[assignment]
-    atom_keys: Annotated[
-        list[Annotated[str, _text("a region key", 10_000)]], _list("atom_keys", 100_000)
-    ] = None  # type: ignore[assignment]
-    atom_names: Annotated[list[RegionName], _list("atom_names", 100_000)] = None  # type: ignore[assignment]
-    groups: Annotated[
-        list[
-            Annotated[
-                list[Annotated[int, _int("a group atom", 0, 10**6)]], _list("a group", 100_000)
-            ]
-        ],
-        _list("groups", 100_000),
-    ] = None  # type: ignore[assignment]
-    group_names: Annotated[list[RegionName], _list("group_names", 100_000)] = None  # type: ignore[assignment]
-
-
-class _AnalysisDoc(Schema):
-    """A ``limecraft-analysis`` file, version 1."""
-
-    format: Annotated[
-        str, fixed(FORMAT, f"not a LIMEcraft analysis (missing format: {FORMAT})")
-    ] = None  # type: ignore[assignment]
-    format_version: Annotated[int, BeforeValidator(_version)] = None  # type: ignore[assignment]
-    image: Annotated[_ImageDoc, _obj("image")] = None  # type: ignore[assignment]
-    model: Annotated[_ModelDoc, _obj("model")] = None  # type: ignore[assignment]
-    merges: Annotated[list[Annotated[_MergeDoc, _obj("{loc}")]], _list("merges", MAX_MERGES)] = (
-        Field(default_factory=list)
-    )
-    settings: Annotated[lc.ExplainConfig, BeforeValidator(_settings)] = None  # type: ignore[assignment]
-    results: Annotated[_ResultsDoc, _obj("{loc}")] = Field(default_factory=dict)
-    other_models: Annotated[
-        list[Annotated[_OtherDoc, _obj("{loc}")]], _list("other_models", MAX_OTHER_MODELS)
-    ] = Field(default_factory=list)
-    segmentation: Annotated[_SegDoc, _obj("segmentation"), AfterValidator(_seg_settings)] = None  # type: ignore[assignment]
-    regions: Annotated[
-        list[Annotated[_HandDoc, _obj("{loc}"), AfterValidator(_hand)]],
-        _list("regions", MAX_HAND_REGIONS),
-    ] = Field(default_factory=list)
-    restored_regions: Annotated[
-        _RestoredDoc | None,
-        _maybe(_obj("restored_regions")),
-        AfterValidator(lambda d: d and _regions(d)),
-    ] = None
-    selected: Annotated[
-        list[Annotated[str, _text("a selected key", 10_000)]], _list("selected", 10_000)
-    ] = Field(default_factory=list)
-    edits: Annotated[list[Annotated[Edit, BeforeValidator(_edit)]], _list("edits", MAX_EDITS)] = (
-        Field(default_factory=list)
-    )
-
-
-def _model_ref(m: _ModelDoc) -> ModelRef:
-    return ModelRef(m.name, None if m.labels is None else tuple(m.labels), m.arch, m.normalize)
-
-
-def from_dict(d: Any) -> Analysis:
-    """Read :func:`to_dict`'s output, checking every part (its schema: ``_AnalysisDoc``).
-
-    Raises
-    ------
-    LimecraftError
-        If ``d`` is not such an analysis or any part is out of range or does not fit.
-    """
-    if not isinstance(d, dict):
-        raise lc.LimecraftError(f"not a LIMEcraft analysis (missing format: {FORMAT})")
-    doc = check(_AnalysisDoc, d, context={}, prefix="analysis file: ")
-    img, model = doc.image, doc.model
-    a = Analysis(
-        image=img.png,
-        image_name=img.name,
-        tag_mask=img.tag_mask,
-        expected_area=img.expected_area,
-        area_expected=img.area_expected,
-        note=img.note,
-        source=img.source,
-        model_name=model.name,
-        model_labels=model.labels,
-        model_arch=model.arch,
-        model_normalize=model.normalize,
-        seg=doc.segmentation,  # type: ignore[arg-type]
-        hand=list(doc.regions),  # type: ignore[arg-type]
-        merges=[Merge(tuple(m.keys), m.name, m.key) for m in doc.merges],
-        restored=doc.restored_regions,  # type: ignore[arg-type]
-        selected=frozenset(doc.selected),
-        config=doc.settings,
-        edits=list(doc.edits),
-        other_models={_model_ref(o.model): o.results.value() for o in doc.other_models},
-    )
-    _set_results(a, doc.results.value())
-    return a
-
-
-def from_json(text: str | bytes) -> Analysis:
-    """Read an analysis file (see :func:`from_dict`); at most ``MAX_JSON_BYTES``."""
-    return from_dict(
-        read_json(
-            text,
-            max_bytes=MAX_JSON_BYTES,
-            too_big=f"the file is over {MAX_JSON_BYTES // 2**20} MB",
-        )
-    )

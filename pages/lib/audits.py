@@ -40,9 +40,10 @@ from limecraft_core.io.dataset import (
     unpack_zip,
 )
 from pages.lib import analysis as A
-from pages.lib import state
+from pages.lib import runtime, state
 from pages.lib.progress import duration
 from pages.lib.session import session
+from pages.lib.session_liveness import session_alive
 from pages.lib.store import new_id, valid_id
 
 APP_FILE = "app.json"
@@ -261,8 +262,8 @@ def scorer_for(ref: A.ModelRef, config: lc.ExplainConfig) -> Any:
     """The audit's scorer: on Ray Serve when configured (several images in flight), else the
     shared model behind this process's work queue (its chunks share forward passes with the
     other images in flight, and other sessions' Explains are served in turn)."""
-    clf = state.classifier(ref, config.speed.precision)
-    return serving.queued(clf, state.work_queue(), alive=state.session_alive())
+    clf = runtime.classifier(ref, config.speed.precision)
+    return serving.queued(clf, runtime.work_queue(), alive=session_alive())
 
 
 def progress_text(done: int, total: int, flagged: int, errors: int, per_image: float | None) -> str:
@@ -371,6 +372,28 @@ def tag_of(folder: Path, file: str) -> np.ndarray | None:
         return None
 
 
+def from_audit(
+    image: np.ndarray,
+    name: str,
+    ex: lc.Explanation,
+    *,
+    model: A.ModelRef,
+    expected: np.ndarray | None = None,
+    tag_mask: np.ndarray | None = None,
+    note: str = "",
+) -> A.Analysis:
+    """One image of an audit as a new analysis: its regions and explanation as the audit made
+    them, and its expected mask as the expected area (so Explain and Trust measure against it
+    at once)."""
+    a = A.new(image, name, tag_mask=tag_mask, note=note, source="audit")
+    a.model_name, a.model_labels = model.name, list(model.labels) if model.labels else None
+    a.model_arch, a.model_normalize = model.arch, model.normalize
+    a.expected_area = None if expected is None else np.asarray(expected, bool).copy()
+    A.restore_explanation(a, ex)
+    a.explanation = A.with_expected(a, ex)
+    return a
+
+
 def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str) -> None:
     """Make one audited image the session's analysis: the audit's regions and explanation, its
     expected mask as the expected area, and the model it was audited with."""
@@ -378,7 +401,7 @@ def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str)
     ex = audit.explanation(key)
     ref = app.model_ref if app is not None else A.ModelRef(str(audit.model.get("name") or "demo"))
     note = f"from the audit: {row.reason}" if row.flagged else "from the audit: not flagged"
-    a = A.from_audit(
+    a = from_audit(
         audit.image(key),
         row.file,
         ex,

@@ -13,10 +13,11 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.lib import display, loading, sidebar, state
+from pages.lib.analysis import Analysis
 from pages.lib.session import session
 
 
-def start() -> state.Analysis:
+def start() -> Analysis:
     """The sidebar and the page's frame; returns the session's state."""
     app = state.get()
     sidebar.sidebar(app)  # loads the model

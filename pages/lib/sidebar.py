@@ -16,10 +16,10 @@ from limecraft_core.io.images import conversion_note
 from models import formats, hub, onnx_model, registry
 from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
-from pages.lib import state
+from pages.lib import caches, runtime, state
 from pages.lib.analysis import Analysis
 from pages.lib.display import error, md, md_sentence
-from pages.lib.session import session
+from pages.lib.session import Recent, session
 
 
 def _upload_key() -> str:
@@ -69,7 +69,7 @@ def load_pending() -> None:
             st.write(f"Segmenting {w}×{h} px into about {s.seg.n_segments} {s.seg.method} regions…")
             bar = st.progress(0.0)
             try:
-                reg = state.regions(s, progress=lambda f, msg: bar.progress(min(1.0, f), text=msg))
+                reg = caches.regions(s, progress=lambda f, msg: bar.progress(min(1.0, f), text=msg))
             except lc.LimecraftError as e:
                 box.update(label=f"{md(name)} could not be segmented", state="error")
                 failed = (
@@ -260,7 +260,7 @@ def model_facts(s: Analysis) -> str | None:
     """One line on the model in use: format, input size, classes, normalisation."""
     ref = A.model_ref(s)
     try:
-        clf = state.classifier(s)
+        clf = runtime.classifier(s)
     except (lc.LimecraftError, lc.ModelError):
         return None
     described = hub.is_hub_spec(ref.name) or ref.name.lower().endswith(".onnx")
@@ -271,12 +271,12 @@ def model_facts(s: Analysis) -> str | None:
             return None
         fmt, n = info.description, info.num_classes
         if not n:  # an ONNX graph with a symbolic class count: count the scores
-            probs = state.predict(s, s.image)
+            probs = runtime.predict(s, s.image)
             n = 0 if probs is None else len(probs)
     else:
         from models.custom import file_format
 
-        probs = state.predict(s, s.image)
+        probs = runtime.predict(s, s.image)
         n = 0 if probs is None else len(probs)
         try:
             fmt = file_format(ref.name, arch=ref.arch)
@@ -292,7 +292,7 @@ def model_facts(s: Analysis) -> str | None:
     )
 
 
-def _recent_button(r: state.Recent) -> None:
+def _recent_button(r: Recent) -> None:
     st.button(
         r.summary,
         key=f"recent-{r.id[:12]}",
@@ -435,18 +435,18 @@ def sidebar(s: Analysis) -> None:
 
 
 def top5(s: Analysis) -> None:
-    probs = state.predict(s, s.image)
+    probs = runtime.predict(s, s.image)
     if probs is None:
         return
-    remote = getattr(state.classifier(s), "status", None)
+    remote = getattr(runtime.classifier(s), "status", None)
     if remote is not None:  # LIMECRAFT_RAY_ADDRESS: the model runs on a Ray Serve cluster
         where = "on the Ray Serve cluster" if remote.mode == "remote" else "locally (fallback)"
         st.caption(f"Model runs {where} at {md(remote.address)}. {md(remote.message)}")
     order = np.argsort(-probs)[:5]
     st.markdown("**Model's top-5 prediction**")
-    warning = state.model_fit_warning(s)
+    warning = runtime.model_fit_warning(s)
     if warning:
         st.caption(":orange[Not meaningful for this image: see the warning on Explain.]")
     for i in order:
         p = float(probs[i])
-        st.progress(p, text=f"{md(state.class_label(s, int(i)))} · {p:.3f}")
+        st.progress(p, text=f"{md(runtime.class_label(s, int(i)))} · {p:.3f}")

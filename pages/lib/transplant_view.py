@@ -17,7 +17,7 @@ import limecraft_core as lc
 from limecraft_core.io import decode_image
 from models.samples import PAGE, PAGE_WATERMARK, load_sample, sample_names
 from pages.lib import analysis as A
-from pages.lib import display, state
+from pages.lib import display, runtime, state
 
 #: At most this many images at once: each is scored 2 + NULL_DRAWS times, and shown.
 MAX_TARGETS = A.MAX_PASTE_TARGETS
@@ -48,12 +48,12 @@ def _targets(names: list[str], uploads: list) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def _probabilities(s: state.AppState):
+def _probabilities(s: A.Analysis):
     """The model's probabilities for one image; a failure is a LimecraftError (its message is
     on the page already)."""
 
     def run(image: np.ndarray) -> np.ndarray:
-        p = state.predict(s, image)
+        p = runtime.predict(s, image)
         if p is None:
             raise lc.LimecraftError("the model failed on one of the images (see above)")
         return p
@@ -72,7 +72,7 @@ def _picture(image: np.ndarray) -> np.ndarray:
 
 
 def section(
-    s: state.AppState, image: np.ndarray, labels: np.ndarray, region: int, name: str, cls: int
+    s: A.Analysis, image: np.ndarray, labels: np.ndarray, region: int, name: str, cls: int
 ) -> None:
     """Paste region ``region`` of ``image`` (the Inspect page's image, its edits applied) into
     other images at the same place, and show class ``cls``'s change per image and overall,
@@ -148,7 +148,7 @@ def section(
     elif not same:
         st.info(
             f"The result below is of the last paste: {display.md(paste.region)}, following "
-            f"{display.md(state.class_label(s, paste.result.target_class))}, into "
+            f"{display.md(runtime.class_label(s, paste.result.target_class))}, into "
             f"{len(paste.names)} image{'s' * (len(paste.names) != 1)}. Press **Paste** to paste "
             "with the choices above.",
             icon=":material/history:",
@@ -156,10 +156,10 @@ def section(
     show(s, paste)
 
 
-def show(s: state.AppState, paste: A.Paste) -> None:
+def show(s: A.Analysis, paste: A.Paste) -> None:
     """The paste's numbers, its conclusion (which follows them) and the pasted pictures."""
     result = paste.result
-    label = state.class_label(s, result.target_class)
+    label = runtime.class_label(s, result.target_class)
     st.markdown(
         f"**{display.md(result.sentence(label))}** (the region: {display.md(paste.region)})"
     )
@@ -167,8 +167,8 @@ def show(s: state.AppState, paste: A.Paste) -> None:
     lines = []
     null = result.null_gain if result.null_after is not None else None
     for i, n in enumerate(paste.names):
-        top_b = state.class_label(s, int(result.top_before[i]))
-        top_a = state.class_label(s, int(result.top_after[i]))
+        top_b = runtime.class_label(s, int(result.top_before[i]))
+        top_a = runtime.class_label(s, int(result.top_after[i]))
         flip = " · **flipped**" if result.flipped[i] else ""
         cut = " · part of the region fell outside" if result.clipped[i] else ""
         patch = f"; a same-size patch {null[i]:+.3f}" if null is not None else ""

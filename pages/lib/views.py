@@ -11,7 +11,7 @@ import limecraft_core as lc
 from limecraft_core import render
 from limecraft_core import trust as T
 from limecraft_core.config import spec
-from pages.lib import charts, config_form, display, state
+from pages.lib import charts, config_form, display, runtime
 
 WEAK_SHARE = render.MIN_SHARE  # regions under this share of the largest |weight| are untinted
 
@@ -51,14 +51,14 @@ def explain_controls(s: Any) -> lc.ExplainConfig:
             )
             values["target"] = None
         else:
-            probs = state.predict(s, s.image)
+            probs = runtime.predict(s, s.image)
             order = [int(i) for i in np.argsort(-probs)] if probs is not None else [0]
             values["target"] = c2.selectbox(
                 "Class",
                 order[:1000],
                 index=order.index(cur.targets.target) if cur.targets.target in order else 0,
                 key="set_target",
-                format_func=lambda i: f"{state.class_label(s, i)} ({i})",
+                format_func=lambda i: f"{runtime.class_label(s, i)} ({i})",
             )
         with st.expander("Advanced"):
             shown = [*BASIC, "top_labels", "target"]
@@ -159,7 +159,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         img = _restored_image(seg)
     r2 = ex.scores[i]
     badge = FIDELITY_TEXT[T.fidelity(r2)]
-    warning = state.model_fit_warning(s)
+    warning = runtime.model_fit_warning(s)
     if warning:  # the badges would lend a meaningless prediction credibility
         badge = ":gray-badge[not meaningful]"
     st.markdown(

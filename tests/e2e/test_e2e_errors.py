@@ -26,6 +26,7 @@ from toys import LinearPixels
 import limecraft_core as lc
 from models.samples import load_sample
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -72,7 +73,7 @@ def _analysis_file(path) -> None:
     ex = lc.explain(a.image, model, segments=regions, samples=60, seed=0, repeats=2)
     A.set_explanation(a, ex, A.APP_CONFIG.replace(samples=60, repeats=2))
     a.trust_explanation = ex
-    path.write_text(A.to_json(a))
+    path.write_text(AF.to_json(a))
 
 
 def test_a_restore_says_what_it_brought_back(page, app_url, tmp_path):

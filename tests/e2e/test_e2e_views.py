@@ -42,6 +42,7 @@ from playwright.sync_api import expect
 import limecraft_core as lc
 from models.samples import load_sample
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -263,7 +264,7 @@ def test_a_rectangle_at_the_right_edge_of_the_canvas_at_800_px(page, app_url):
     click(page, page.get_by_role("button", name="Add as region"), new=[CANVAS])
     shot(page, "craft-800")
     goto(page, "Export")
-    a = A.from_json(download(page, "Analysis (JSON)"))
+    a = AF.from_json(download(page, "Analysis (JSON)"))
     assert len(a.hand) == 1
     ys, xs = np.nonzero(a.hand[0].mask)
     h, w = a.hand[0].mask.shape

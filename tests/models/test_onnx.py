@@ -258,6 +258,7 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     0-255 choice, predicts what its 0-1 twin predicts; the choice is refused for a torch file;
     a timm name offline is one clear line and the model stays."""
     from pages.lib import analysis as A
+    from pages.lib import analysis_file as AF
 
     g255 = graph_file(tmp_path / "keras255.onnx", net, layout="NHWC", scale_255=True)
     g01 = graph_file(tmp_path / "twin.onnx", net, layout="NHWC")
@@ -271,12 +272,12 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     assert not at.exception, at.exception
     assert s.model_name.endswith("keras255.onnx") and s.model_normalize == A.PIXELS_0_255
     assert any(m.value.startswith("Now using **keras255") for m in at.sidebar.success)
-    from pages.lib import state as app_state_module  # the app's own loader
+    from pages.lib import runtime  # the app's own loader
 
-    got = app_state_module.classifier(A.model_ref(s)).predict(s.image)
+    got = runtime.classifier(A.model_ref(s)).predict(s.image)
     want = __import__("models.registry", fromlist=["x"]).load_classifier(str(g01)).predict(s.image)
     np.testing.assert_allclose(got, want, atol=1e-5)
-    back = A.from_json(A.to_json(s))
+    back = AF.from_json(AF.to_json(s))
     assert back.model_normalize == A.PIXELS_0_255
     # a timm name that cannot be had offline: one line, the model stays
     at.sidebar.text_input(key="model_by_name").set_value("timm:no_such_model_at_all").run()
@@ -361,8 +362,8 @@ def test_the_app_takes_an_onnx_model_with_its_weights_file(at, tmp_path, net):
     assert s.model_name.endswith("m.onnx") and not at.sidebar.error
     said = [m.value.replace("\\", "") for m in at.sidebar.success]
     assert any(m.startswith("Now using **m.onnx**") for m in said), said
-    from pages.lib import state as app_state_module
+    from pages.lib import runtime
 
-    got = app_state_module.classifier(__import__("pages.lib.analysis", fromlist=["x"]).model_ref(s))
+    got = runtime.classifier(__import__("pages.lib.analysis", fromlist=["x"]).model_ref(s))
     want = registry.load_classifier(str(tmp_path / "one.onnx"), device="cpu")
     np.testing.assert_allclose(got.predict(s.image), want.predict(s.image), atol=1e-6)

@@ -16,6 +16,7 @@ import limecraft_core as lc
 from limecraft_core.edits import Edit, apply_edits
 from models.samples import load_sample, sample_names
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 CRAFT = "pages/app_pages/craft.py"
@@ -74,17 +75,17 @@ def test_a_watermark_edit_survives_the_analysis_file():
     """Saved and read back as every edit is, its opacity and text size with it."""
     a = A.new(np.zeros((64, 64, 3), np.uint8), "w.png", source="upload")
     A.apply_edit(a, Edit("watermark", 0, opacity=0.8, text_size=40))
-    back = A.from_json(A.to_json(a))
+    back = AF.from_json(AF.to_json(a))
     assert back.edits == a.edits and back.edits[0].opacity == 0.8
     assert back.edits[0].text_size == 40
 
 
 def test_the_value_round_trips_with_edits_and_results(full):
-    text = A.to_json(full)
+    text = AF.to_json(full)
     d = json.loads(text)
     assert d["format"] == "limecraft-analysis" and d["format_version"] == 1
     assert "not-saved-in-the-file" not in text  # the id is the store's, not the value's
-    back = A.from_json(text)
+    back = AF.from_json(text)
     assert np.array_equal(back.image, full.image) and back.image_name == "quad.png"
     assert [(h.name, h.inner, h.colour, h.uid) for h in back.hand] == [
         (h.name, h.inner, h.colour, h.uid) for h in full.hand
@@ -104,20 +105,20 @@ def test_the_value_round_trips_with_edits_and_results(full):
         assert got.region_names == want.region_names and got.config == want.config
         assert got.trust.stability.verdict == want.trust.stability.verdict
     assert np.array_equal(back.edited_image, full.edited_image)
-    assert A.to_json(back) == text  # the same value again: the same text
+    assert AF.to_json(back) == text  # the same value again: the same text
 
 
 def test_the_fingerprint_follows_every_change(full):
-    before = A.fingerprint(full)
+    before = AF.fingerprint(full)
     full.hand[0].mask[0, 0] = True
-    assert A.fingerprint(full) != before
-    before = A.fingerprint(full)
+    assert AF.fingerprint(full) != before
+    before = AF.fingerprint(full)
     A.undo_edit(full)
-    assert A.fingerprint(full) != before
-    before = A.fingerprint(full)
+    assert AF.fingerprint(full) != before
+    before = AF.fingerprint(full)
     full.message = "session only"
     full.canvas_version += 1
-    assert A.fingerprint(full) == before
+    assert AF.fingerprint(full) == before
 
 
 def test_actions_keep_the_value_consistent(quadrants):
@@ -155,7 +156,7 @@ def test_a_plain_explanation_restores_with_its_regions_and_settings(quadrants):
 
 
 def _bad(full, change) -> str:
-    d = json.loads(A.to_json(full))
+    d = json.loads(AF.to_json(full))
     change(d)
     return json.dumps(d)
 
@@ -183,7 +184,7 @@ def _bad(full, change) -> str:
 )
 def test_a_bad_file_is_refused_with_a_clear_message(full, change, says):
     with pytest.raises(lc.LimecraftError, match=says):
-        A.from_json(_bad(full, change))
+        AF.from_json(_bad(full, change))
 
 
 def test_a_mask_that_would_inflate_past_the_pixel_limit_is_refused_unread(full):
@@ -195,9 +196,9 @@ def test_a_mask_that_would_inflate_past_the_pixel_limit_is_refused_unread(full):
     bomb = base64.b64encode(buf.getvalue()).decode()
     text = _bad(full, lambda d: d["regions"][0].update(mask=bomb))
     with pytest.raises(lc.LimecraftError, match="at most"):
-        A.from_json(text)
+        AF.from_json(text)
     with pytest.raises(lc.LimecraftError, match=r"nested too deeply|not a JSON"):
-        A.from_json("[" * 100_000)
+        AF.from_json("[" * 100_000)
 
 
 # ----------------------------------------------------------------------------- app flows
@@ -285,7 +286,7 @@ def test_handcrafted_regions_are_recorded_and_survive_export_and_restore():
     seg = ex.config.segmentation
     assert seg.method == "grid" and seg.inner_segments == (1,) and seg.outer_segments == 40
     assert ex.run.handcrafted == 1 and ex.region_names[0] == "tag"
-    text = A.to_json(at.session_state["limecraft_session"].app)
+    text = AF.to_json(at.session_state["limecraft_session"].app)
 
     other = run_app()
     other.switch_page(EXPORT).run()
@@ -704,18 +705,18 @@ def test_each_image_is_encoded_once_however_often_the_analysis_is_saved(monkeypa
     import base64
 
     encoded = []
-    real = A.encode_png
-    monkeypatch.setattr(A, "encode_png", lambda im, **kw: encoded.append(1) or real(im, **kw))
+    real = AF.encode_png
+    monkeypatch.setattr(AF, "encode_png", lambda im, **kw: encoded.append(1) or real(im, **kw))
     rng = np.random.default_rng(11)
     image = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
-    first = A._b64_png(image)
-    assert A._b64_png(image) is first and A._b64_png(image.copy()) is first
+    first = AF._b64_png(image)
+    assert AF._b64_png(image) is first and AF._b64_png(image.copy()) is first
     assert len(encoded) == 1
     with Image.open(io.BytesIO(base64.b64decode(first))) as im:
         assert np.array_equal(np.asarray(im), image)  # lossless at the fast level
     changed = image.copy()
     changed[0, 0] ^= 1
-    assert A._b64_png(changed) != first and len(encoded) == 2
+    assert AF._b64_png(changed) != first and len(encoded) == 2
 
 
 def test_settings_typed_before_any_explain_come_back_after_a_reload():
@@ -759,9 +760,9 @@ def test_each_models_results_are_kept_when_the_model_changes_and_after_a_reload(
     back = again.session_state["limecraft_session"].app.explanation
     assert back is not None and np.array_equal(back.class_weights, ex.class_weights)
     # a file written before this kept the results of one model only: it still opens
-    d = A.to_dict(s)
+    d = AF.to_dict(s)
     del d["other_models"]
-    assert A.from_dict(d).other_models == {}
+    assert AF.from_dict(d).other_models == {}
 
 
 def test_the_first_steps_go_with_the_first_result_and_do_not_come_back():

@@ -264,7 +264,7 @@ def test_trust_page_runs_the_checks(at):
 def test_expected_regions_measure_where_the_model_looks_and_are_saved(at):
     """Mark the tag as expected on Explain: the pointing game hits (the demo model reads the
     tag); unmark it: the measure goes; the mark is saved with the analysis."""
-    from pages.lib import analysis as A
+    from pages.lib import analysis_file as AF
 
     at.switch_page(CRAFT).run()
     button(at, "Add the tag as a region").click().run()
@@ -282,7 +282,7 @@ def test_expected_regions_measure_where_the_model_looks_and_are_saved(at):
     assert (
         shown["Pointing game"] == "hit" and shown["Relevance mass"] == f"{loc.relevance_mass:.0%}"
     )
-    back = A.from_json(A.to_json(s))
+    back = AF.from_json(AF.to_json(s))
     assert back.hand[0].expected and back.explanation.trust.localisation == loc
     widget(at.multiselect, "Expected regions").set_value([]).run()
     assert state(at).explanation.trust.localisation is None

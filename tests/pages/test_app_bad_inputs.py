@@ -291,16 +291,17 @@ class _Flaky:
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["raise", "nan"])
 def test_app_model_failing_mid_run_keeps_the_session(at, monkeypatch, mode):
-    from pages.lib import state as state_module
+    from pages.lib import analysis as A
+    from pages.lib import runtime
 
     s = app_state(at)
-    s.hand.append(state_module.HandRegion(name="tag", mask=s.tag_mask.copy()))
+    s.hand.append(A.HandRegion(name="tag", mask=s.tag_mask.copy()))
     ex = quick_explain(at)
-    good = state_module.classifier("demo")
+    good = runtime.classifier("demo")
     flaky = lc.Classifier(
         _Flaky(good.model, mode), input_size=good.input_size, labels=good.labels, name="flaky"
     )
-    monkeypatch.setattr(state_module, "classifier", lambda *a, **k: flaky)
+    monkeypatch.setattr(runtime, "classifier", lambda *a, **k: flaky)
     seed = {"raise": 5, "nan": 6}[mode]  # a new explanation: the cache is shared by sessions
     at.number_input(key="set_seed").set_value(seed).run()
     button(at, "Explain").click().run()
@@ -308,7 +309,7 @@ def test_app_model_failing_mid_run_keeps_the_session(at, monkeypatch, mode):
     msg = errors(at)
     assert "Explain failed" in msg and ("simulated failure" in msg or "NaN" in msg), msg
     assert s.explanation is ex and [h.name for h in s.hand] == ["tag"]
-    monkeypatch.setattr(state_module, "classifier", lambda *a, **k: good)
+    monkeypatch.setattr(runtime, "classifier", lambda *a, **k: good)
     button(at, "Explain").click().run()
     assert (
         not at.exception and s.explanation is not ex and s.explanation.config.sampling.seed == seed

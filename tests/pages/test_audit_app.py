@@ -17,7 +17,8 @@ from limecraft_core.audit import audit_config
 from limecraft_core.io.audit_folder import load_audit
 from models.demo_data import write_demo_mixed
 from pages.lib import analysis as A
-from pages.lib.audits import progress_text, write_files
+from pages.lib import analysis_file as AF
+from pages.lib.audits import from_audit, progress_text, write_files
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 AUDIT = "pages/app_pages/audit.py"
@@ -173,19 +174,19 @@ def test_the_expected_area_counts_round_trips_and_can_be_turned_off(quadrants):
         quadrants, lambda x: x.mean(dim=(2, 3)), segments=segments, samples=40,
         expected_mask=area,
     )  # fmt: skip
-    a = A.from_audit(quadrants, "q.png", ex, model=A.ModelRef("demo"), expected=area, note="n")
+    a = from_audit(quadrants, "q.png", ex, model=A.ModelRef("demo"), expected=area, note="n")
     assert a.source == "audit" and A.expected_ids(a) == {A.AREA}
     np.testing.assert_array_equal(A.expected_mask(a), area)
     assert a.explanation.trust.localisation is not None
-    back = A.from_json(A.to_json(a))
+    back = AF.from_json(AF.to_json(a))
     np.testing.assert_array_equal(back.expected_area, area)
     assert back.area_expected and back.source == "audit"
     np.testing.assert_array_equal(back.restored.labels, segments)
-    fp = A.fingerprint(a)
+    fp = AF.fingerprint(a)
     A.set_expected(a, set())
     assert A.expected_mask(a) is None and a.explanation.trust.localisation is None
-    assert A.fingerprint(a) != fp
-    assert not A.from_json(A.to_json(a)).area_expected
+    assert AF.fingerprint(a) != fp
+    assert not AF.from_json(AF.to_json(a)).area_expected
 
 
 def test_progress_text_says_what_is_done_and_what_is_left():

@@ -19,7 +19,7 @@ from test_analysis import full  # noqa: F401 (the fixture: an analysis with ever
 import limecraft_core as lc
 from limecraft_core.audit.rows import AuditRow
 from limecraft_core.io.audit_folder import load_audit
-from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 
 
 def _del(path):
@@ -384,10 +384,10 @@ def test_a_bad_explanation_file_gets_its_exact_message(case):
 
 
 def test_a_bad_analysis_file_gets_its_exact_message(full):  # noqa: F811
-    good = json.loads(A.to_json(full))
-    got = {case: _refusal(lambda d: A.from_json(json.dumps(d)), good, c) for case, c in AN.items()}
+    good = json.loads(AF.to_json(full))
+    got = {case: _refusal(lambda d: AF.from_json(json.dumps(d)), good, c) for case, c in AN.items()}
     assert got == EXPECTED["AN"]
-    assert A.to_json(A.from_json(A.to_json(full))) == A.to_json(full)
+    assert AF.to_json(AF.from_json(AF.to_json(full))) == AF.to_json(full)
 
 
 @pytest.mark.parametrize("case", list(ROW))

@@ -17,6 +17,7 @@ from toys import LinearPixels
 
 import limecraft_core as lc
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 from pages.lib import loading, sidebar, state
 from pages.lib.session import KEY
 
@@ -100,7 +101,7 @@ def _analysis_file(quadrants) -> bytes:
     ex = lc.explain(quadrants, model, segments=regions, samples=60, seed=0, repeats=2)
     A.set_explanation(a, ex, A.APP_CONFIG.replace(samples=60, repeats=2))
     a.trust_explanation = ex
-    return A.to_json(a).encode()
+    return AF.to_json(a).encode()
 
 
 def test_a_restore_says_what_came_back_once(quadrants):

@@ -195,7 +195,7 @@ def test_app_second_model_upload_is_the_model_used(at, tmp_path):
         at.run()
         use().click().run()
         assert not at.exception and not errors(at), errors(at)
-    from pages.lib import state as state_module
+    from pages.lib import runtime
 
     s = app_state(at)
-    assert state_module.classifier(s).predict(s.image).shape == (2,)
+    assert runtime.classifier(s).predict(s.image).shape == (2,)

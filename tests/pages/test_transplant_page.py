@@ -16,6 +16,7 @@ import limecraft_core as lc
 from models import registry
 from models.samples import PAGE_WATERMARK, load_sample
 from pages.lib import analysis as A
+from pages.lib import analysis_file as AF
 from pages.lib.transplant_view import clean_photos
 
 pytestmark = pytest.mark.slow
@@ -103,7 +104,7 @@ def test_the_paste_is_kept_with_the_analysis(marked):
     at.sidebar.selectbox[0].set_value(PAGE_WATERMARK).run()
     assert at.session_state["limecraft_session"].app.paste is a.paste
     assert next(m.value for m in at.markdown if m.value.startswith("- ")) == lines
-    back = A.from_json(A.to_json(a)).paste
+    back = AF.from_json(AF.to_json(a)).paste
     assert back.names == a.paste.names and back.region == a.paste.region
     assert np.array_equal(back.mask, a.paste.mask)
     for f in ("before", "after", "top_before", "top_after", "clipped", "null_after"):
