@@ -1,6 +1,7 @@
-"""The table of fills: what a hidden region shows, by name (:data:`FILLS`). Torch-free, so that
-the settings schema (``config``) and ``python -m limecraft --help`` read it without loading
-torch; the fills that need torch or SciPy import them when they run.
+"""The table of fills: what a hidden region shows, by name (:data:`FILLS`).
+
+Torch-free, so that the settings schema (``config``) and ``python -m limecraft --help`` read it
+without loading torch; the fills that need torch or SciPy import them when they run.
 
 Every named fill is one :class:`Fill`: a *static* fill, an image made once per image from the
 image and its label map (mean, gray, black, blur, inpaint-each), or a *per-mask* fill that

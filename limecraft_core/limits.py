@@ -1,5 +1,7 @@
-"""One table of limits and thresholds: the engine's checks, the CLI, the app's widget ranges and
-``docs/limits.md`` all read these numbers (``tests/limecraft_core/config/test_config.py`` keeps the doc in step).
+"""One table of limits and thresholds, read by every part that needs these numbers.
+
+The engine's checks, the CLI, the app's widget ranges and ``docs/limits.md`` all read these
+numbers (``tests/limecraft_core/config/test_config.py`` keeps the doc in step).
 
 Each :class:`Limit` is the range the engine accepts; ``app`` is the narrower range the app's
 widgets offer, so that a page stays responsive on a CPU (the engine still accepts the rest).

@@ -1,6 +1,8 @@
-"""The explanation file's parts that are not the result itself: its format name and version,
-:class:`RunInfo` (what was resolved while an explanation ran), and its schema
-(``ExplanationDoc``, read through the one validation layer, :mod:`limecraft_core.codecs.schema`).
+"""The explanation file's parts that are not the result itself.
+
+Its format name and version, :class:`RunInfo` (what was resolved while an explanation ran), and
+its schema (``ExplanationDoc``, read through the one validation layer,
+:mod:`limecraft_core.codecs.schema`).
 
 :meth:`limecraft_core.Explanation.from_dict` checks a file with ``ExplanationDoc`` and builds the
 result from what it parsed; every check's message names the part that is wrong.

@@ -1,4 +1,7 @@
-"""The local surrogate: a similarity kernel and a weighted ridge fit, closed form, all classes at once."""
+"""The local surrogate: a similarity kernel and a weighted ridge fit.
+
+The fit is closed form, for all classes at once.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""One conversion from image arrays to tensors, and one resize, for the engine and its edges
-(the classifier, the scene, the fills, superpixels' working copy, Ray Serve's client, the demo
-model)."""
+"""One conversion from image arrays to tensors, and one resize, for the engine and its edges.
+
+The edges: the classifier, the scene, the fills, superpixels' working copy, Ray Serve's client,
+the demo model.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The stages of an explanation, in order; :func:`limecraft_core.explain` calls them. Private:
-the engine's public face (``limecraft_core``) names what a caller needs (``Partial``,
+"""The stages of an explanation, in order; :func:`limecraft_core.explain` calls them.
+
+Private: the engine's public face (``limecraft_core``) names what a caller needs (``Partial``,
 ``prepare_regions``).
 
 1. :func:`prepare_regions` (:mod:`.regions`): the regions (given, handcrafted and composed, or

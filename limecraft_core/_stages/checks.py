@@ -1,4 +1,8 @@
-"""Stage 6: the trust checks (stability, convergence, kernel sweep, faithfulness, fills and the literature's metrics), sharing the model passes already made wherever the work allows."""
+"""Stage 6: the trust checks, sharing the model passes already made wherever the work allows.
+
+The checks: stability, convergence, kernel sweep, faithfulness, fills and the literature's
+metrics.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Stage 3: the masks to score, as named blocks (the main sample, repeats, held-out masks, the other fills' samples), each drawn from its own reproducible stream."""
+"""Stage 3: the masks to score, as named blocks, each drawn from its own reproducible stream.
+
+The blocks: the main sample, repeats, held-out masks and the other fills' samples.
+"""
 
 from __future__ import annotations
 

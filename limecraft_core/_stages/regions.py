@@ -1,4 +1,7 @@
-"""Stage 1: the regions (given, handcrafted and composed, or segmented), and the segmentation settings that really made them."""
+"""Stage 1: the regions, and the segmentation settings that really made them.
+
+The regions are given, handcrafted and composed, or segmented.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Stage 4: the model's outputs per block, in steps, with the live result after each step and the early-stop rule; and the classes to explain."""
+"""Stage 4: the model's outputs per block, in steps; and the classes to explain.
+
+Each step gives the live result, and the early-stop rule is checked after it.
+"""
 
 from __future__ import annotations
 

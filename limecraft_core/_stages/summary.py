@@ -1,4 +1,7 @@
-"""Stage 7: the :class:`~limecraft_core.result.Explanation`, and the timer that records each stage's seconds."""
+"""Stage 7: the :class:`~limecraft_core.result.Explanation`, and the stages' timer.
+
+The timer records each stage's seconds.
+"""
 
 from __future__ import annotations
 

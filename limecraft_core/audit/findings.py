@@ -1,4 +1,8 @@
-"""The findings across an audit's rows: plain sentences (the headline first), per-class aggregates and the location map's summary, and the rows in the order to read them."""
+"""The findings across an audit's rows, and the rows in the order to read them.
+
+The findings are plain sentences (the headline first), per-class aggregates and the location
+map's summary.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""One image's audit row: the audit's settings, the predicted class, the top region and its share of |weight|, the score change when it is hidden, the stability verdict, with an expected mask the relevance mass inside it and the pointing game, the flags, and the |weights| on the location map's grid."""
+"""One image's audit row: what the audit found in that image, as plain values.
+
+The row holds the audit's settings, the predicted class, the top region and its share of
+|weight|, the score change when it is hidden, the stability verdict, with an expected mask the
+relevance mass inside it and the pointing game, the flags, and the |weights| on the location
+map's grid.
+"""
 
 from __future__ import annotations
 

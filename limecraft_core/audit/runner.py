@@ -1,4 +1,8 @@
-"""Many images explained with several in flight through one scorer, so that their perturbations share its forward passes where they fit; each image's loading and result handed to callables of the edge, a Cancel honoured between chunks."""
+"""Many images explained with several in flight through one scorer, sharing its forward passes.
+
+Their perturbations share the scorer's forward passes where they fit. Each image's loading and
+result are handed to callables of the edge, and a Cancel is honoured between chunks.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Arrays as ``.npz`` (or one array as ``.npy``) bytes, and back: the one decoder for bytes that
-someone else wrote.
+"""Arrays as ``.npz`` (or one array as ``.npy``) bytes, and back.
+
+The one decoder for bytes that someone else wrote.
 
 An ``.npz`` is a zip of ``.npy`` files. Three places read one from outside: the explanation
 JSON's label map (:mod:`limecraft_core.result`), the app's saved analysis (its masks and region

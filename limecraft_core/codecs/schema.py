@@ -1,5 +1,6 @@
-"""The one validation layer for untrusted JSON: analysis files, explanation files, audit rows and
-``audit.json``.
+"""The one validation layer for untrusted JSON.
+
+It checks analysis files, explanation files, audit rows and ``audit.json``.
 
 Every such file is read by :func:`read_json` (one parse, one size limit, one message for text
 that is not JSON or is nested too deeply) and checked by a pydantic schema through :func:`check`,

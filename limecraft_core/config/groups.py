@@ -1,4 +1,7 @@
-"""The settings' groups, frozen dataclasses validated at construction: segmentation, sampling, surrogate, fill, targets, trust and speed."""
+"""The settings' groups, frozen dataclasses validated at construction.
+
+The groups: segmentation, sampling, surrogate, fill, targets, trust and speed.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The kinds of setting value, as one table (``KINDS``): for each, how a value is checked, read
-from text (the command line), written as text, and written to JSON.
+"""The kinds of setting value, as one table (``KINDS``).
+
+For each kind: how a value is checked, read from text (the command line), written as text, and
+written to JSON.
 
 A setting (``FieldSpec``) names its kind; every front end reads the kind from here: the engine's
 checks (:func:`check_value`), the command line's ``--flag VALUE``

@@ -1,4 +1,8 @@
-"""``ExplainConfig``, every group together, and the schema's other faces: every field's spec (``fields``, ``spec``), one setting checked (``check_setting``) or parsed from text (``parse_text``)."""
+"""``ExplainConfig``, every group together, and the schema's other faces.
+
+The other faces: every field's spec (``fields``, ``spec``), one setting checked
+(``check_setting``) or parsed from text (``parse_text``).
+"""
 
 from __future__ import annotations
 

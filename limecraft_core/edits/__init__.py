@@ -1,5 +1,7 @@
-"""Edits for the "Inspect" step: recolour, move, rotate, scale, blur or remove one region, or add
-the ImageNet-W watermark to the whole image.
+"""Edits for the "Inspect" step: change one region, or watermark the whole image.
+
+An edit recolours, moves, rotates, scales, blurs or removes one region, or adds the ImageNet-W
+watermark to the whole image.
 
 The analyst edits one object and watches the model's prediction move; that is how a shortcut
 is caught. Every function here is pure: arrays in, new arrays out, inputs never modified.

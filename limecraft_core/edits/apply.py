@@ -1,4 +1,7 @@
-"""Edits applied to an image and its label map, one (``apply_edit``) or in order (``apply_edits``); inputs are never modified."""
+"""Edits applied to an image and its label map, one or in order; inputs are never modified.
+
+One edit with ``apply_edit``, several in order with ``apply_edits``.
+"""
 
 from __future__ import annotations
 

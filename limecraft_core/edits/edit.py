@@ -1,4 +1,8 @@
-"""One edit of one region (``Edit``: its kind, region, parameters and the sentence that says it) and its result (``EditResult``), and the checks every edit's inputs go through."""
+"""One edit of one region (``Edit``), its result (``EditResult``), and the checks of its inputs.
+
+An ``Edit`` holds its kind, region, parameters and the sentence that says it. Every edit's
+inputs go through the checks here.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Moving, rotating and scaling a region: the warp, the region's mask carried along (``transform_mask``), the object sampled at its new place, and the vacated pixels given to their nearest neighbour region."""
+"""Moving, rotating and scaling a region.
+
+The warp, the region's mask carried along (``transform_mask``), the object sampled at its new
+place, and the vacated pixels given to their nearest neighbour region.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Edits of a region's own pixels: recoloured, blurred, or filled (inpaint, mean, grey, black or a colour) where it was removed or vacated."""
+"""Edits of a region's own pixels: recoloured, blurred, or filled where it was removed or vacated.
+
+The fills: inpaint, mean, grey, black or a colour.
+"""
 
 from __future__ import annotations
 

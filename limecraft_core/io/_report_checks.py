@@ -1,4 +1,8 @@
-"""The HTML report's words and tables: the summary, every trust check with its verdict and what it means, the regions, the settings and the run's facts."""
+"""The HTML report's words and tables.
+
+The summary, every trust check with its verdict and what it means, the regions, the settings and
+the run's facts.
+"""
 
 from __future__ import annotations
 

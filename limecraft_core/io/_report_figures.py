@@ -1,4 +1,8 @@
-"""The HTML report's pictures: the image, the overlay, the heatmap and the region map at a readable size, with the regions' ids placed on them, as data URLs."""
+"""The HTML report's pictures, as data URLs.
+
+The image, the overlay, the heatmap and the region map at a readable size, with the regions' ids
+placed on them.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The report's inspection beyond the edits: LIME versus LIMEcraft (the same settings over
-automatic superpixels only) and a region pasted into other images (the insertion test)."""
+"""The report's inspection beyond the edits: LIME versus LIMEcraft, and the insertion test.
+
+LIME versus LIMEcraft uses the same settings over automatic superpixels only; the insertion test
+pastes a region into other images.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""A dataset to audit, as files: the images of a folder or a list file, the expected masks named as
-the images, an uploaded zip unpacked safely, and each image's digest and loader.
+"""A dataset to audit, as files.
+
+The images of a folder or a list file, the expected masks named as the images, an uploaded zip
+unpacked safely, and each image's digest and loader.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Model outputs remembered by mask, so that no perturbation is scored twice (an Explain stopped and resumed, a check that reuses the samples)."""
+"""Model outputs remembered by mask, so that no perturbation is scored twice.
+
+For instance an Explain stopped and resumed, or a check that reuses the samples.
+"""
 
 from __future__ import annotations
 

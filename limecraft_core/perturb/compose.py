@@ -1,4 +1,8 @@
-"""Perturbed images composed in batches on the device (``compose_batch``, ``perturbed_images``) and scored through a model (``run_masks``), with the batch size a device affords."""
+"""Perturbed images composed in batches on the device, and scored through a model.
+
+``compose_batch`` and ``perturbed_images`` compose; ``run_masks`` scores, with the batch size a
+device affords.
+"""
 
 from __future__ import annotations
 

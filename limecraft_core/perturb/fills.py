@@ -1,7 +1,9 @@
-"""What a hidden region shows, as the engine composes it: :func:`make_fill` (a static fill's
-image) and :func:`scene_fill` (what a scorer composes with: that image as a tensor, or a per-mask
-:class:`~limecraft_core.fill_table.Fill` itself). The fills themselves are the table
-:data:`~limecraft_core.fill_table.FILLS`."""
+"""What a hidden region shows, as the engine composes it.
+
+:func:`make_fill` gives a static fill's image and :func:`scene_fill` what a scorer composes
+with: that image as a tensor, or a per-mask :class:`~limecraft_core.fill_table.Fill` itself. The
+fills themselves are the table :data:`~limecraft_core.fill_table.FILLS`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Inpainting by pull-push interpolation on the device: a hole filled from the pixels around it, and each perturbation's hidden pixels from the pixels it keeps."""
+"""Inpainting by pull-push interpolation on the device.
+
+A hole is filled from the pixels around it, and each perturbation's hidden pixels from the
+pixels it keeps.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Which regions each perturbation keeps: binary masks drawn by a sampling scheme (Bernoulli, stratified, antithetic, GLIME), with each sample's correction weight."""
+"""Which regions each perturbation keeps: binary masks drawn by a sampling scheme.
+
+The schemes are Bernoulli, stratified, antithetic and GLIME; each sample carries its correction
+weight.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The regions an explanation is made of: automatic superpixels, handcrafted masks, merges and
-splits. Every label map made here holds ints 0..K-1 with no gaps, and every pixel is assigned.
+"""The regions an explanation is made of.
+
+Automatic superpixels, handcrafted masks, merges and splits. Every label map made here holds
+ints 0..K-1 with no gaps, and every pixel is assigned.
 
 - :mod:`.superpixels`: ``segment`` and ``segment_regions`` (quickshift, SLIC, Felzenszwalb,
   watershed, grid), on a working copy, with the region count asked for met;

@@ -1,5 +1,8 @@
-"""Handcrafted regions composed with automatic superpixels (``compose_regions``): each drawn
-region one feature (or split into its own superpixels), the rest segmented around them."""
+"""Handcrafted regions composed with automatic superpixels (``compose_regions``).
+
+Each drawn region is one feature (or split into its own superpixels), and the rest is segmented
+around them.
+"""
 
 from __future__ import annotations
 

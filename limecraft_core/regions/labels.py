@@ -1,5 +1,8 @@
-"""Label maps: ids 0..K-1 with no gaps (``relabel``), resized by nearest neighbour, cut by a
-grid, and the smallest regions merged into their neighbours."""
+"""Label maps: ids 0..K-1 with no gaps (``relabel``), resized, cut and cleaned.
+
+They are resized by nearest neighbour, cut by a grid, and the smallest regions merged into their
+neighbours.
+"""
 
 from __future__ import annotations
 

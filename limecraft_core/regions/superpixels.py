@@ -1,5 +1,7 @@
-"""Automatic superpixels: quickshift, SLIC, Felzenszwalb, watershed or a grid, on a working
-copy of at most 512 px, with the region count asked for met within ``COUNT_TOLERANCE``.
+"""Automatic superpixels: quickshift, SLIC, Felzenszwalb, watershed or a grid.
+
+They are made on a working copy of at most 512 px, with the region count asked for met within
+``COUNT_TOLERANCE``.
 
 Every label map produced here holds ints 0..K-1 with no gaps, and every pixel is assigned.
 """

@@ -1,5 +1,7 @@
-"""``Regions``: a label map with stable identities, names and reversible merges, and the ways
-to make one from a plain label map or a mask image."""
+"""``Regions``: a label map with stable identities, names and reversible merges.
+
+And the ways to make one from a plain label map or a mask image.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Pictures of an explanation, as arrays. Nothing here displays anything; the caller decides
-how.
+"""Pictures of an explanation, as arrays.
+
+Nothing here displays anything; the caller decides how.
 
 - :mod:`.overlays`: the weight overlay (the top regions for and against a class, tinted over
   the image, the rest greyed out), ``top_regions``, ``outline_masks``, and the picture

@@ -1,4 +1,9 @@
-"""Colour ramps: the diverging one for signed weights (PiYG: readable by most colour-blind viewers), the sequential one for shares (inferno), the green and red of for and against, and distinct colours for regions."""
+"""Colour ramps, the colours of for and against, and distinct colours for regions.
+
+The diverging ramp for signed weights (PiYG: readable by most colour-blind viewers), the
+sequential one for shares (inferno), the green and red of for and against, and distinct colours
+for regions.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Legends under a picture: what green, red and grey mean and the weight each shade stands for, wrapped to the picture's width; and pictures stacked one above the other."""
+"""Legends under a picture, and pictures stacked one above the other.
+
+A legend says what green, red and grey mean and the weight each shade stands for, wrapped to the
+picture's width.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Whole-image pictures of numbers per region or per cell: the signed heatmap and its colour bar, region boundaries, the per-region delta map, the region map, and the audit's location map."""
+"""Whole-image pictures of numbers per region or per cell.
+
+The signed heatmap and its colour bar, region boundaries, the per-region delta map, the region
+map, and the audit's location map.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The weight overlay: the top regions for (green) and against (red) a class, tinted over the
-image, with their ids or names drawn on them, others greyed out; and the picture ``explain``
-writes (overlay.png).
+"""The weight overlay, and the picture ``explain`` writes (overlay.png).
+
+The top regions for (green) and against (red) a class are tinted over the image, with their ids
+or names drawn on them, and the others greyed out.
 
 Nothing here displays anything; the caller decides how."""
 

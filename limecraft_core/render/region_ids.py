@@ -1,4 +1,7 @@
-"""Region ids drawn on a picture: where each region's label goes (inside the region, away from its border) and the label itself, readable over any colour."""
+"""Region ids drawn on a picture, readable over any colour.
+
+Where each region's label goes (inside the region, away from its border) and the label itself.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Can this explanation be trusted? Stability over repeats, convergence in N, kernel-width
-sensitivity, faithfulness (deletion and insertion), and agreement across fills.
+"""Can this explanation be trusted?
+
+Stability over repeats, convergence in N, kernel-width sensitivity, faithfulness (deletion and
+insertion), and agreement across fills.
 
 Pure functions on weight matrices and masks; :func:`limecraft_core.explain` runs the model passes
 (sharing them wherever the work allows) and calls these.

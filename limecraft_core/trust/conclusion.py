@@ -1,6 +1,9 @@
-"""The verdict's first part, the conclusion: the first region that matters (widened to the first
-two or three when they lead together), with its sign, and the share of the runs in which it
-holds. See :mod:`limecraft_core.trust` for the rule."""
+"""The verdict's first part, the conclusion: the first region that matters, and how often it holds.
+
+The first region widens to the first two or three when they lead together; the conclusion gives
+its sign and the share of the runs in which it holds. See :mod:`limecraft_core.trust` for the
+rule.
+"""
 
 from __future__ import annotations
 

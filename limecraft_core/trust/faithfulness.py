@@ -1,4 +1,8 @@
-"""Does the model agree with the weights? Deletion and insertion curves and their areas, the surrogate's fidelity (weighted R²), and agreement across fills."""
+"""Does the model agree with the weights?
+
+Deletion and insertion curves and their areas, the surrogate's fidelity (weighted R²), and
+agreement across fills.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Faithfulness and localisation metrics from the literature, at region level: faithfulness correlation (Bhatt et al., IJCAI 2020), sparseness (Chalasani et al., ICML 2020) and localisation against the regions the analyst expects (relevance mass and rank accuracy, Arras et al. 2022; the pointing game, Zhang et al. 2018). IROF and ROAD are in :mod:`.road`."""
+"""Faithfulness and localisation metrics from the literature, at region level.
+
+Faithfulness correlation (Bhatt et al., IJCAI 2020), sparseness (Chalasani et al., ICML 2020)
+and localisation against the regions the analyst expects (relevance mass and rank accuracy,
+Arras et al. 2022; the pointing game, Zhang et al. 2018). IROF and ROAD are in :mod:`.road`.
+"""
 
 from __future__ import annotations
 

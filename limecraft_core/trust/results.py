@@ -1,4 +1,7 @@
-"""Every trust result of one explanation together (``TrustResults``), and the rows the report and the app show for its literature metrics."""
+"""Every trust result of one explanation together (``TrustResults``).
+
+And the rows the report and the app show for its literature metrics.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Removal metrics: IROF (Rieger & Hansen 2020), the area over the deletion curve normalised by the original score; and ROAD (Rong et al., ICML 2022), removal by noisy linear imputation, most (MoRF) and least (LeRF) relevant regions first."""
+"""Removal metrics: IROF and ROAD.
+
+IROF (Rieger & Hansen 2020) is the area over the deletion curve normalised by the original
+score; ROAD (Rong et al., ICML 2022) removes by noisy linear imputation, most (MoRF) and least
+(LeRF) relevant regions first.
+"""
 
 from __future__ import annotations
 

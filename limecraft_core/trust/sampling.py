@@ -1,4 +1,7 @@
-"""Is the sample large enough, and the kernel not decisive? Convergence in the number of samples, the kernel-width sweep, and the early-stop rule's record."""
+"""Is the sample large enough, and the kernel not decisive?
+
+Convergence in the number of samples, the kernel-width sweep, and the early-stop rule's record.
+"""
 
 from __future__ import annotations
 

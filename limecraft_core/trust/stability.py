@@ -1,4 +1,8 @@
-"""The stability verdict: do the regions that matter keep their rank, their place in the top k and their sign, over repeats or over resamples of one sample (``stream_stability``, the default)? Kendall's W, top-k Jaccard, sign flips, and the verdict in words."""
+"""The stability verdict: do the regions that matter keep their rank, top-k place and sign?
+
+Over repeats or over resamples of one sample (``stream_stability``, the default): Kendall's W,
+top-k Jaccard, sign flips, and the verdict in words.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The stability verdict in one sentence that names both its parts: the conclusion, then the
-detail (the order of the other regions that matter); :func:`split_verdict` parts them for
-showing on two lines."""
+"""The stability verdict in one sentence that names both its parts.
+
+The conclusion, then the detail (the order of the other regions that matter);
+:func:`split_verdict` parts them for showing on two lines.
+"""
 
 from __future__ import annotations
 

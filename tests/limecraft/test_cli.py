@@ -562,6 +562,7 @@ def test_the_package_builds_and_installs_the_limecraft_command(tmp_path):
     for want in (
         "limecraft/__main__.py",
         "limecraft_core/__init__.py",
+        "limecraft_core/__init__.pyi",
         "limecraft_core/regions/superpixels.py",
         "limecraft_core/io/templates/report.html.j2",
         "limecraft_core/io/templates/audit.html.j2",
