@@ -168,7 +168,7 @@ def percentile(xs: list[float], q: float) -> float:
 
 
 def run_k(k: int, samples: int, seed0: int) -> dict[str, Any]:
-    from pages.lib.state import work_queue
+    from pages.lib.runtime import work_queue
 
     q = work_queue()
     # Sequential: K sessions, one after another.

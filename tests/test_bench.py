@@ -79,7 +79,7 @@ def test_run_all_writes_markdown_and_json(tmp_path):
 
 
 def test_load_script_serves_concurrent_sessions_without_errors(tmp_path, monkeypatch):
-    from pages.lib.state import work_queue
+    from pages.lib.runtime import work_queue
 
     out = tmp_path / "load.json"
     # combine sessions' chunks even on a CPU (by default it does not: see serving.WorkQueue);

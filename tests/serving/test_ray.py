@@ -561,7 +561,7 @@ def test_the_app_explains_through_the_cluster(cluster):
         "at.number_input(key='set_samples').set_value(100)\n"
         "at.number_input(key='set_repeats').set_value(1); at.run()\n"
         "next(b for b in at.button if b.label == 'Explain').click().run()\n"
-        "from pages.lib.state import work_queue\n"
+        "from pages.lib.runtime import work_queue\n"
         "ex = at.session_state['limecraft_session'].app.explanation\n"
         "print(json.dumps({'exc': len(at.exception), 'errors': [e.value for e in at.error],\n"
         "  'explained': ex is not None, 'queue_calls': work_queue().forward_calls,\n"
