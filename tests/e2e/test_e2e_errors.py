@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import start_app, stop_app
 from e2e_helpers import (
     drive,
     early_stop_off,
@@ -29,18 +28,7 @@ from models.samples import load_sample
 from pages.lib import analysis as A
 from pages.lib import analysis_file as AF
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.own_server]
-
-
-@pytest.fixture(scope="module")
-def app_url(gate_folder):
-    """An app server of this module's own, as the shared one is started (the same model gate):
-    the module is a unit of its own, so it runs beside the shared server's tests rather than
-    after them (tests/conftest.py)."""
-    proc, url, _ = start_app({"LIMECRAFT_TEST_GATE": str(gate_folder)})
-    yield url
-    stop_app(proc)
-
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 MAIN, SIDE = "[data-testid='stMain']", "[data-testid='stSidebar']"
 

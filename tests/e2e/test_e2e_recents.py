@@ -7,7 +7,6 @@ import re
 
 import numpy as np
 import pytest
-from conftest import start_app, stop_app
 from e2e_helpers import (
     click,
     early_stop_off,
@@ -23,18 +22,7 @@ from e2e_helpers import shot as _shot
 from PIL import Image
 from playwright.sync_api import expect
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.own_server]
-
-
-@pytest.fixture(scope="module")
-def app_url(gate_folder):
-    """An app server of this module's own, as the shared one is started (the same model gate):
-    the module is a unit of its own, so it runs beside the shared server's tests rather than
-    after them (tests/conftest.py)."""
-    proc, url, _ = start_app({"LIMECRAFT_TEST_GATE": str(gate_folder)})
-    yield url
-    stop_app(proc)
-
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 HEIGHT = 1100
 FIRST = "demo-conflict-1"  # the image the app opens on in the tests
