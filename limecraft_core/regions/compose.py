@@ -31,7 +31,7 @@ from .superpixels import (
     _segment_scaled,
     _silent,
 )
-from .types import Regions, masks_from_label_image
+from .types import HAND_ORIGINS, Regions, check_origin, masks_from_label_image
 
 
 def _as_masks(regions_mask: Any, shape: tuple[int, int]) -> list[np.ndarray]:
@@ -121,9 +121,10 @@ def _outer_min_fragment(whole: np.ndarray) -> int:
     return max(4, whole.size // (4 * (int(whole.max()) + 1)))
 
 
-def _inner_min_fragment(shape: tuple[int, int]) -> int:
-    """The default smallest piece inside a handcrafted region: 0.1% of the image, at least 4."""
-    return max(4, shape[0] * shape[1] // 1000)
+def _inner_min_fragment(shape: tuple[int, int], given: int | None) -> int:
+    """The smallest piece inside a handcrafted region: ``given``, else 0.1% of the image, at
+    least 4 pixels."""
+    return max(4, shape[0] * shape[1] // 1000) if given is None else given
 
 
 def _checked(
@@ -180,6 +181,7 @@ def _hand_atoms(
     img: np.ndarray,
     masks: Sequence[np.ndarray],
     names: Sequence[str],
+    origins: Sequence[str],
     inner: Sequence[int | None],
     inside: tuple[str, int | None, int, int],
     progress: Progress,
@@ -200,7 +202,7 @@ def _hand_atoms(
         if inner[i] is not None and inner[i] > 1:
             progress(0.1 + 0.2 * i / len(masks), f"cutting {names[i]} into pieces")
         pieces = _inner_pieces(img, where, inner[i], inner_method, inner_size, min_fragment, seed)
-        atoms.add(pieces, where, f"hand:{i}", names[i], split=pieces is not None)
+        atoms.add(pieces, where, f"hand:{i}", names[i], pieces is not None, origins[i])
     return atoms, owner == 0
 
 
@@ -209,6 +211,7 @@ def compose_regions(
     regions_mask: Any,
     *,
     names: Sequence[str] | None = None,
+    origins: Sequence[str] | None = None,
     inner_segments: int | Sequence[int | None] | None = None,
     inner_method: str = "slic",
     outer_segments: int | None = None,
@@ -229,6 +232,9 @@ def compose_regions(
         Where masks overlap, the later one wins.
     names : sequence of str, optional
         One display name per handcrafted region (default ``"region 1"``, ...).
+    origins : sequence of str, optional
+        Each handcrafted region's origin (``Regions.atom_origins``): ``"drawn"`` (default),
+        ``"uploaded"`` or ``"proposed:<proposer>"``; automatic regions are ``"superpixel"``.
     inner_segments : int or sequence of (int or None), optional
         Per region (or one value for all): ``None`` or 1 keeps the region as one feature;
         N > 1 segments inside it with ``inner_method`` into about N pieces.
@@ -237,14 +243,12 @@ def compose_regions(
         ``outer_method`` and its defaults; N > 1 targets N regions over the whole image (at most
         its pixels), refitted as in :func:`segment`.
     min_fragment : int, optional
-        Automatic pieces smaller than this (pixels), such as the slivers that a handcrafted
-        region's thin strokes cut from a superpixel, join the automatic piece they share the
-        longest border with, never a handcrafted region. A piece that a handcrafted region
-        encloses (the inside of a letter) joins the largest other piece of the superpixel it
-        was cut from; a piece with neither stays. Default: a quarter of the mean automatic
-        superpixel's area (image pixels over the superpixels the outer method made), at least
-        4 pixels; pieces inside a handcrafted region cut with ``inner_segments``: 0.1% of the
-        image, at least 4 pixels. Handcrafted regions are never changed. In [0, MAX_PIXELS].
+        Automatic pieces under this many pixels (the slivers a handcrafted region's strokes cut)
+        join the automatic piece they share the longest border with, never a handcrafted region;
+        one that a handcrafted region encloses joins the largest other piece of the superpixel it
+        was cut from; one with neither stays. Default: a quarter of the mean automatic
+        superpixel, at least 4 (inside a region cut with ``inner_segments``: 0.1% of the image).
+        In [0, MAX_PIXELS].
     working_size : int in [16, 100000], "auto" or None, see :func:`segment`
     seed : int in [0, 2**63 - 1]
     progress : callable(fraction, message), optional
@@ -261,22 +265,21 @@ def compose_regions(
     Raises
     ------
     LimecraftError
-        If a mask does not have the image's height and width, or a value is out of its range
-        (``inner_segments`` in [1, 1000], ``outer_segments`` in [1, 5000] and at most the
-        image's pixels).
+        If a mask does not have the image's height and width, an origin is not one of those
+        above, or a value is out of its range (``inner_segments`` in [1, 1000],
+        ``outer_segments`` in [1, 5000] and at most the image's pixels).
     """
     progress = progress or _silent
     progress(0.0, "reading the image")
     img = as_float_image(image)
     shape = img.shape[:2]
     masks = _as_masks(regions_mask, shape)
-    names, inner = _hand_settings(len(masks), names, inner_segments)
+    names, inner, origins = _hand_settings(len(masks), names, inner_segments, origins)
     outer_segments, inner_size, outer_size, seed, min_fragment = _checked(
         shape, outer_segments, inner_method, outer_method, working_size, seed, min_fragment
     )
-    inner_min = _inner_min_fragment(shape) if min_fragment is None else min_fragment
-    inside = (inner_method, inner_size, inner_min, seed)
-    atoms, rest = _hand_atoms(img, masks, names, inner, inside, progress)
+    inside = (inner_method, inner_size, _inner_min_fragment(shape, min_fragment), seed)
+    atoms, rest = _hand_atoms(img, masks, names, origins, inner, inside, progress)
     note = ""
     if rest.any():
         outer = (outer_method, outer_segments, outer_params or {}, outer_size, seed)
@@ -285,10 +288,20 @@ def compose_regions(
     return atoms.regions(note)
 
 
+def _hand_origins(n_masks: int, origins: Sequence[str] | None) -> list[str]:
+    """One origin per handcrafted region, checked (default ``drawn``)."""
+    if origins is None:
+        return ["drawn"] * n_masks
+    if isinstance(origins, str) or len(origins) != n_masks:
+        n = 1 if isinstance(origins, str) else len(origins)
+        raise LimecraftError(f"{n} origins given for {n_masks} handcrafted regions")
+    return [check_origin(o, HAND_ORIGINS) for o in origins]
+
+
 def _hand_settings(
-    n_masks: int, names: Sequence[str] | None, inner_segments: Any
-) -> tuple[list[str], list[int | None]]:
-    """One name and one inner count per handcrafted region, checked."""
+    n_masks: int, names: Sequence[str] | None, inner_segments: Any, origins: Sequence[str] | None
+) -> tuple[list[str], list[int | None], list[str]]:
+    """One name, one inner count and one origin per handcrafted region, checked."""
     if names is None:
         names = [f"region {i + 1}" for i in range(n_masks)]
     if len(names) != n_masks:
@@ -301,9 +314,11 @@ def _hand_settings(
             raise LimecraftError(
                 f"{len(inner)} inner_segments values for {n_masks} handcrafted regions"
             )
-    return list(names), [
-        None if v is None else LIMITS["inner_segments"].check("inner_segments", v) for v in inner
-    ]
+    return (
+        list(names),
+        [None if v is None else LIMITS["inner_segments"].check("inner_segments", v) for v in inner],
+        _hand_origins(n_masks, origins),
+    )
 
 
 def _inner_pieces(

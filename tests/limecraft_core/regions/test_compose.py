@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from scipy import ndimage as ndi
 from skimage import data, transform
 
-from limecraft_core import compose_regions, segment, watermark_mask
+from limecraft_core import (
+    LimecraftError,
+    Regions,
+    compose_regions,
+    merge_regions,
+    segment,
+    split_region,
+    watermark_mask,
+)
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -102,3 +110,46 @@ def test_composing_random_strokes_keeps_every_pixel_and_the_hand_region(
     assert np.array_equal(labels == regions.index_of("hand:0"), mask)
     assert np.array_equal(mask, before)
     assert _small_auto(regions, min_fragment)[0] == []
+
+
+def _two_masks() -> tuple[np.ndarray, list[np.ndarray]]:
+    img = np.random.default_rng(0).integers(0, 256, (32, 32, 3)).astype(np.uint8)
+    a, b = np.zeros((32, 32), bool), np.zeros((32, 32), bool)
+    a[2:10, 2:10] = True
+    b[20:30, 20:30] = True
+    return img, [a, b]
+
+
+def test_each_region_records_its_origin_through_merges_and_splits():
+    img, masks = _two_masks()
+    regions = compose_regions(
+        img, masks, origins=["uploaded", "proposed:text"], outer_method="slic", outer_segments=6
+    )
+    auto = ("superpixel",) * (regions.n_regions - 2)
+    assert regions.origins == ("uploaded", "proposed:text", *auto)
+    merged = merge_regions(regions, [0, 2])
+    assert merged.origins[0] == "merged" and merged.origins[1] == "proposed:text"
+    assert split_region(merged, 0).origins == regions.origins
+    assert compose_regions(img, masks, outer_segments=1).origins == ("drawn", "drawn", "superpixel")
+
+
+def test_origins_default_from_the_keys():
+    atoms = np.arange(4, dtype=np.int32).reshape(2, 2)
+    regions = Regions(atoms, ("hand:0", "auto:0", "background", "merge(auto:1+auto:2)"), ("",) * 4)
+    assert regions.atom_origins == ("drawn", "superpixel", "superpixel", "merged")
+
+
+@pytest.mark.parametrize(
+    "origins",
+    [
+        ["superpixel", "drawn"],
+        ["drawn"],
+        ["drawn", "proposed:"],
+        ["drawn", "proposed:a b"],
+        "drawn",
+    ],
+)
+def test_a_bad_origin_says_what_is_allowed(origins):
+    img, masks = _two_masks()
+    with pytest.raises(LimecraftError, match="origin"):
+        compose_regions(img, masks, origins=origins, outer_segments=1)
