@@ -67,6 +67,7 @@ def explain(
     *,
     config: ExplainConfig | None = None,
     region_names: Sequence[str] | None = None,
+    region_origins: Sequence[str] | None = None,
     labels: Sequence[str] | None = None,
     input_size: int | None = None,
     normalize: str | None = None,
@@ -90,7 +91,8 @@ def explain(
         Handcrafted regions, composed with the segmentation settings ``inner_segments`` and
         ``outer_segments`` (see :func:`limecraft_core.compose_regions`).
     config : ExplainConfig, optional; every setting at once (``settings`` then change it)
-    region_names : names of the handcrafted regions
+    region_names, region_origins : the handcrafted regions' names, and where each comes from
+        (``drawn``, the default; ``uploaded``; ``proposed:<proposer>``: ``region_origins``)
     labels, input_size, normalize : how a Module or callable ``model`` is wrapped
     kernel : callable(distances) -> weights, optional; replaces ``kernel_width``
     expected_mask : (H, W) bool ndarray, optional; the area the analyst expects the model to
@@ -114,8 +116,9 @@ def explain(
     scorer = as_scorer(model, cfg.speed, labels=labels, input_size=input_size, normalize=normalize)
     with timer("segmentation_s"):
         regions, seg = _stages.prepare_regions(
-            img, cfg.segmentation, segments, regions_mask, region_names, cfg.sampling.seed
-        )
+            img, cfg.segmentation, segments, regions_mask, region_names, cfg.sampling.seed,
+            origins=region_origins,
+        )  # fmt: skip
     cfg = dataclasses.replace(cfg, segmentation=seg)  # what really made the regions
     kern = kernel or make_kernel(cfg.surrogate.kernel_width)
     with timer("sampling_s"):

@@ -22,6 +22,7 @@ from . import __version__
 from ._validate import LimecraftError
 from .codecs.schema import check, read_json
 from .config import ExplainConfig
+from .regions.types import check_origin, origin_of_key
 from .result_file import (
     JSON_FORMAT,
     JSON_VERSION,
@@ -67,6 +68,9 @@ class Explanation:
     run : RunInfo, what was resolved while running (model, device, samples used, model passes)
     segments : (H, W) int32 ndarray, region ids 0..K-1 at the image's own resolution
     region_keys, region_names : tuple of str, per region (stable identity, display name)
+    region_origins : tuple of str, per region, where it comes from: ``superpixel``, ``drawn``,
+        ``uploaded``, ``merged`` or ``proposed:<proposer>`` (default: derived from the keys,
+        ``hand:`` being ``drawn``)
     region_pixels : (K,) int64 ndarray
     classes : tuple of int, the explained classes; ``classes[0]`` is the target
     class_labels : tuple of str
@@ -101,6 +105,13 @@ class Explanation:
     timings: dict[str, float] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     trust: TrustResults = field(default_factory=TrustResults)
+    region_origins: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        origins = self.region_origins or tuple(map(origin_of_key, self.region_keys))
+        if len(origins) != len(self.region_keys):
+            raise LimecraftError("one origin per region is needed")
+        object.__setattr__(self, "region_origins", tuple(map(check_origin, origins)))
 
     @property
     def target(self) -> int:
@@ -160,6 +171,7 @@ class Explanation:
                 "id": k,
                 "key": self.region_keys[k],
                 "name": self.region_names[k],
+                "origin": self.region_origins[k],
                 "pixels": int(self.region_pixels[k]),
                 "weight": float(self.class_weights[i, k]),
                 "delta": float(self.deltas[i, k]),
@@ -255,6 +267,7 @@ class Explanation:
             segments=seg,
             region_keys=tuple(r.key for r in doc.regions),
             region_names=tuple(r.name for r in doc.regions),
+            region_origins=tuple(r.origin or origin_of_key(r.key) for r in doc.regions),
             region_pixels=np.bincount(seg.ravel(), minlength=k).astype(np.int64),
             classes=tuple(c.index for c in classes),
             class_labels=tuple(c.label for c in classes),

@@ -24,6 +24,7 @@ from .codecs.npz import encode_npz, is_map, load_npz, npz_members
 from .codecs.schema import Bad, Schema, fixed
 from .config import ExplainConfig
 from .config import fields as setting_fields
+from .regions.types import check_origin
 from .trust import TrustResults
 
 __all__ = ["JSON_FORMAT", "JSON_VERSION", "TRUST_KEYS", "ExplanationDoc", "RunInfo", "encode_array"]
@@ -234,9 +235,20 @@ Number = Annotated[float, BeforeValidator(_num)]
 ClassIndex = Annotated[int, BeforeValidator(_class_index)]
 
 
+def _origin(v: Any) -> str | None:
+    """A region's origin; None where a file written before origins were recorded has none."""
+    if v is None:
+        return None
+    try:
+        return check_origin(v)
+    except LimecraftError as e:
+        raise Bad("{loc}: " + str(e).replace("region origin ", "", 1)) from None
+
+
 class _Region(Schema):
     key: Text
     name: Text
+    origin: Annotated[str | None, BeforeValidator(_origin)] = None
 
 
 class _Class(Schema):

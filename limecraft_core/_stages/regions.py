@@ -29,6 +29,7 @@ def prepare_regions(
     names: Sequence[str] | None = None,
     seed: int = 0,
     progress: Callable[[float, str], None] | None = None,
+    origins: Sequence[str] | None = None,
 ) -> tuple[Regions, SegmentationConfig]:
     """The regions to explain, and the segmentation settings that really made them.
 
@@ -41,6 +42,8 @@ def prepare_regions(
         recorded as ``segmentation="given"``.
     regions_mask : (H, W) bool/int ndarray or list of bool masks, optional; handcrafted regions
     names : names of the handcrafted regions
+    origins : where each handcrafted region comes from (``drawn``, the default; ``uploaded``;
+        ``proposed:<proposer>``), see :func:`compose_regions`; only with ``regions_mask``
     progress : callable(fraction, message), optional; called as the segmentation advances
 
     Returns
@@ -53,6 +56,8 @@ def prepare_regions(
         raise LimecraftError(
             "give either segments (a finished label map) or regions_mask, not both"
         )
+    if origins is not None and regions_mask is None:
+        raise LimecraftError("region origins describe handcrafted regions: give regions_mask")
     if isinstance(segments, Regions):
         check_label_map(segments.atoms, shape, "segments")
         if segments.source is not None:
@@ -72,6 +77,7 @@ def prepare_regions(
             image,
             regions_mask,
             names=names,
+            origins=origins,
             inner_segments=list(seg.inner_segments)
             if isinstance(seg.inner_segments, tuple)
             else seg.inner_segments,

@@ -91,6 +91,7 @@ def summarise(
         segments=regions.labels,
         region_keys=keys,
         region_names=regions.names,
+        region_origins=regions.origins,
         region_pixels=regions.pixel_counts(),
         classes=tuple(int(c) for c in classes),
         class_labels=tuple(scorer.label(int(c)) for c in classes),

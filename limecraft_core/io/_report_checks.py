@@ -48,6 +48,7 @@ class _Check:
 class _Region:
     id: int
     name: str
+    origin: str
     pixels: int
     weight: float
     delta: float
@@ -255,6 +256,7 @@ def _regions(ex: Explanation) -> list[_Region]:
         _Region(
             id=int(k),
             name=ex.region_names[k],
+            origin=ex.region_origins[k],
             pixels=int(ex.region_pixels[k]),
             weight=float(ex.weights[k]),
             delta=float(ex.deltas[0, k]),

@@ -280,7 +280,7 @@ def regions_csv(explanation: Explanation, cls: int | None = None) -> str:
     rows = explanation.regions_table(cls)
     buf = io.StringIO()
     w = csv.DictWriter(
-        buf, fieldnames=["id", "key", "name", "pixels", "weight", "delta", "kept_alone"]
+        buf, fieldnames=["id", "key", "name", "origin", "pixels", "weight", "delta", "kept_alone"]
     )
     w.writeheader()
     for r in rows:

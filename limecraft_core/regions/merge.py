@@ -21,9 +21,16 @@ class _Atoms:
         self.atoms = np.full(shape, -1, dtype=np.int32)
         self.keys: list[str] = []
         self.names: list[str] = []
+        self.origins: list[str] = []
 
     def add(
-        self, pieces: np.ndarray | None, where: np.ndarray, key: str, name: str, split: bool
+        self,
+        pieces: np.ndarray | None,
+        where: np.ndarray,
+        key: str,
+        name: str,
+        split: bool,
+        origin: str = "superpixel",
     ) -> None:
         if pieces is None:
             pieces = np.zeros(where.shape, np.int64)
@@ -32,6 +39,7 @@ class _Atoms:
         for j in range(int(ids.max()) + 1 if ids.size else 0):
             self.keys.append(f"{key}.{j}" if split else key)
             self.names.append(f"{name} · {j + 1}" if split else name)
+            self.origins.append(origin)
 
     def add_auto(self, comps: np.ndarray, rest: np.ndarray) -> None:
         ids = relabel(comps[rest])
@@ -39,10 +47,17 @@ class _Atoms:
         for j in range(int(ids.max()) + 1):
             self.keys.append(f"auto:{j}")
             self.names.append("")
+            self.origins.append("superpixel")
 
     def regions(self, note: str = "") -> Regions:
         assert (self.atoms >= 0).all()
-        return Regions(self.atoms, tuple(self.keys), tuple(self.names), note=note)
+        return Regions(
+            self.atoms,
+            tuple(self.keys),
+            tuple(self.names),
+            note=note,
+            atom_origins=tuple(self.origins),
+        )
 
 
 def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None) -> Regions:
@@ -75,6 +90,7 @@ def merge_regions(regions: Regions, ids: Iterable[int], name: str | None = None)
         tuple(names),
         regions.source,
         regions.note,
+        regions.atom_origins,
     )
 
 
@@ -117,4 +133,5 @@ def split_region(regions: Regions, region_id: int) -> Regions:
         tuple(names),
         regions.source,
         regions.note,
+        regions.atom_origins,
     )

@@ -16,6 +16,39 @@ from .._validate import (
 )
 from .labels import relabel
 
+#: The origins a handcrafted region may have; ``proposed:<proposer>`` names a proposer too.
+HAND_ORIGINS = ("drawn", "uploaded")
+#: Every origin a region may have, besides ``proposed:<proposer>``.
+ORIGINS = ("superpixel", *HAND_ORIGINS, "merged")
+_PROPOSED = "proposed:"
+
+
+def origin_of_key(key: str) -> str:
+    """The origin a region's key implies where none was recorded: ``hand:`` is ``drawn``,
+    ``merge(...)`` is ``merged``, anything else (``auto:j``, ``background``) ``superpixel``."""
+    if key.startswith("hand:"):
+        return "drawn"
+    if key.startswith("merge("):
+        return "merged"
+    return "superpixel"
+
+
+def check_origin(origin: object, allowed: Sequence[str] = ORIGINS) -> str:
+    """``origin`` if it is one of ``allowed`` or ``proposed:<proposer>`` (a proposer's name:
+    letters, digits, ``_`` and ``-``), else a LimecraftError that lists them."""
+    if isinstance(origin, str):
+        name = origin.removeprefix(_PROPOSED)
+        if origin in allowed or (
+            origin.startswith(_PROPOSED)
+            and name
+            and name.replace("_", "").replace("-", "").isalnum()
+        ):
+            return origin
+    raise LimecraftError(
+        f"region origin must be one of {', '.join(allowed)} or proposed:<proposer> "
+        f"(e.g. proposed:text), got {origin!r}"
+    )
+
 
 @dataclass(frozen=True, eq=False)
 class Regions:
@@ -39,6 +72,10 @@ class Regions:
     note : str, why the number of automatic regions differs from the one asked for, in a
         sentence to show as is ("" when it was met or none was asked for); kept through merges
         and splits
+    atom_origins : tuple of str, one per atom: ``superpixel``, ``drawn``, ``uploaded``,
+        ``merged`` (an atom that a restored explanation's merge made) or
+        ``proposed:<proposer>``; default derived from the keys (:func:`origin_of_key`); kept
+        through merges and splits
     """
 
     atoms: np.ndarray
@@ -48,9 +85,15 @@ class Regions:
     group_names: tuple[str, ...] = field(default=())
     source: dict | None = field(default=None, compare=False)
     note: str = field(default="", compare=False)
+    atom_origins: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         n = len(self.atom_keys)
+        if not self.atom_origins:
+            object.__setattr__(self, "atom_origins", tuple(map(origin_of_key, self.atom_keys)))
+        if len(self.atom_origins) != n:
+            raise LimecraftError("one origin per atom is needed")
+        object.__setattr__(self, "atom_origins", tuple(map(check_origin, self.atom_origins)))
         if not self.groups:
             object.__setattr__(self, "groups", tuple((a,) for a in range(n)))
             object.__setattr__(self, "group_names", tuple(self.atom_names))
@@ -86,6 +129,11 @@ class Regions:
             else "merge(" + "+".join(self.atom_keys[a] for a in g) + ")"
             for g in self.groups
         )
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """Where each region comes from: its atom's origin, or ``merged`` for several atoms."""
+        return tuple(self.atom_origins[g[0]] if len(g) == 1 else "merged" for g in self.groups)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -190,7 +190,7 @@ def upload_masks(s: A.Analysis) -> None:
             return
         for m, there in zip(masks, listed, strict=True):
             if not there:
-                A.add_region(s, m, f"{up.name} {len(s.hand) + 1}")
+                A.add_region(s, m, f"{up.name} {len(s.hand) + 1}", "uploaded")
         st.rerun()
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import limecraft_core as lc
 from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
+from limecraft_core.regions.types import HAND_ORIGINS, check_origin
 from models import registry
 
 __all__ = [
@@ -80,6 +81,7 @@ class HandRegion:
     colour: str = "red"  # a key of REGION_COLOURS
     uid: str = field(default_factory=_uid)
     expected: bool = False  # the analyst expects the model to rely on it (localisation)
+    origin: str = "drawn"  # drawn, uploaded (a mask file) or proposed:<proposer>
 
 
 class Merge(NamedTuple):
@@ -378,8 +380,9 @@ def set_results(a: Analysis, r: Results) -> None:
         setattr(a, f.name, getattr(r, f.name))
 
 
-def add_region(a: Analysis, mask: np.ndarray, name: str = "") -> HandRegion:
-    """A handcrafted region from a (H, W) bool mask; named ``region N`` when ``name`` is empty."""
+def add_region(a: Analysis, mask: np.ndarray, name: str = "", origin: str = "drawn") -> HandRegion:
+    """A handcrafted region from a (H, W) bool mask; named ``region N`` when ``name`` is empty;
+    ``origin``: ``drawn``, ``uploaded`` (a mask file) or ``proposed:<proposer>``."""
     mask = np.asarray(mask, dtype=bool)
     if mask.shape != a.image.shape[:2]:
         raise lc.LimecraftError(
@@ -394,6 +397,7 @@ def add_region(a: Analysis, mask: np.ndarray, name: str = "") -> HandRegion:
         name=(name.strip() or f"region {len(a.hand) + 1}")[:MAX_NAME],
         mask=mask.copy(),
         colour=next_colour(len(a.hand)),
+        origin=check_origin(origin, HAND_ORIGINS),
     )
     a.hand.append(h)
     _regions_changed(a)
@@ -586,7 +590,9 @@ def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
     a.hand, a.merges, a.selected, a.edits = [], [], frozenset(), []
     _results_stale(a)
     a.explanation = ex
-    a.restored = lc.Regions(ex.segments, ex.region_keys, ex.region_names)
+    a.restored = lc.Regions(
+        ex.segments, ex.region_keys, ex.region_names, atom_origins=ex.region_origins
+    )
     a.config = within_app(ex.config)
 
 

@@ -27,6 +27,7 @@ from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.io import decode_image
 from limecraft_core.limits import LIMITS
+from limecraft_core.regions.types import HAND_ORIGINS, check_origin
 from pages.lib.analysis import (
     APP_WORKING_SIZE,
     MAX_EDITS,
@@ -390,10 +391,17 @@ class _SegDoc(Schema):
     working_size: Any = APP_WORKING_SIZE
 
 
+def _hand_origin(v: Any) -> str:
+    try:
+        return check_origin(v, HAND_ORIGINS)
+    except lc.LimecraftError as e:
+        raise Bad("{up} " + str(e)) from None
+
+
 def _hand(d: _HandDoc) -> HandRegion:
     if not d.uid.isalnum():
         raise Bad("{loc} uid must be letters and digits")
-    return HandRegion(d.name, d.mask, d.inner, d.colour, d.uid, d.expected)
+    return HandRegion(d.name, d.mask, d.inner, d.colour, d.uid, d.expected, d.origin)
 
 
 class _HandDoc(Schema):
@@ -408,6 +416,7 @@ class _HandDoc(Schema):
     mask: Annotated[np.ndarray, _array("{up} mask", "bui")] = None  # type: ignore[assignment]
     inner: Annotated[int, _int("{up} inner", int(_INNER.lo), int(_INNER.app[1]))] = None  # type: ignore[assignment,index]
     expected: Annotated[bool, _bool("{up} expected")] = False
+    origin: Annotated[str, BeforeValidator(_hand_origin)] = "drawn"  # absent before origins
 
 
 def _regions(d: _RestoredDoc) -> lc.Regions:
@@ -418,6 +427,7 @@ def _regions(d: _RestoredDoc) -> lc.Regions:
             tuple(d.atom_names),
             tuple(tuple(g) for g in d.groups),
             tuple(d.group_names),
+            atom_origins=tuple(d.atom_origins or ()),
         )
     except lc.LimecraftError:
         raise
@@ -440,6 +450,7 @@ class _RestoredDoc(Schema):
         _list("groups", 100_000),
     ] = None  # type: ignore[assignment]
     group_names: Annotated[list[RegionName], _list("group_names", 100_000)] = None  # type: ignore[assignment]
+    atom_origins: list[str] | None = None  # absent before origins: derived from the keys
 
 
 class AnalysisDoc(Schema):

@@ -151,6 +151,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
                 "colour": h.colour,
                 "uid": h.uid,
                 "expected": h.expected,
+                "origin": h.origin,
                 "mask": _npz(h.mask),
             }
             for h in a.hand
@@ -164,6 +165,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "atom_names": list(r.atom_names),
             "groups": [list(g) for g in r.groups],
             "group_names": list(r.group_names),
+            "atom_origins": list(r.atom_origins),
         },
         "selected": sorted(a.selected),
         "settings": a.config.to_dict(),

@@ -49,11 +49,12 @@ def _prepare(
     seg: lc.config.SegmentationConfig,
     masks: tuple[np.ndarray, ...],
     names: tuple[str, ...],
+    origins: tuple[str, ...],
     progress: Callable[[float, str], None] | None = None,
 ) -> lc.Regions:
     """The engine's region stage, cached on its inputs. Not ``st.cache_data``: that would
     replay the progress bar's updates, which belong to the run that made the regions."""
-    key = "|".join([*(A.digest(a) for a in (image, *masks)), repr((seg, names))])
+    key = "|".join([*(A.digest(a) for a in (image, *masks)), repr((seg, names, origins))])
     hit = _regions_cache().get(key)
     if hit is not None:
         return hit
@@ -63,6 +64,7 @@ def _prepare(
         regions_mask=list(masks) if masks else None,
         names=list(names) if masks else None,
         progress=progress,
+        origins=list(origins) if masks else None,
     )
     _regions_cache().put(key, regions)
     return regions
@@ -87,6 +89,7 @@ def regions(
         A.segmentation_config(s, handcrafted=handcrafted),
         tuple(h.mask for h in hand),
         tuple(h.name for h in hand),
+        tuple(h.origin for h in hand),
         progress,
     )
     if handcrafted:

@@ -225,6 +225,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     table = {
         "id": [rows[j]["id"] for j in order],
         "name": [rows[j]["name"] for j in order],
+        "origin": [rows[j]["origin"] for j in order],
         "pixels": [rows[j]["pixels"] for j in order],
         "weight": [rows[j]["weight"] for j in order],
         "Δ when hidden": [rows[j]["delta"] for j in order],

@@ -27,7 +27,7 @@ def _add_region(s: A.Analysis, box: bool) -> None:
     h, w = s.image.shape[:2]
     try:
         mask = lc.watermark_mask(h, w, text_size=_text_size(s), box=box)
-        A.add_region(s, mask, WATERMARK_REGION)
+        A.add_region(s, mask, WATERMARK_REGION, "proposed:watermark")
     except lc.LimecraftError as e:
         session().watermark_note = f"The watermark was not added as a region: {e}"
         return

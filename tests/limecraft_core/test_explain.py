@@ -198,6 +198,59 @@ def test_json_round_trip(photo):
     assert set(d["regions"][0]) >= {"id", "pixels", "weight", "delta"}
 
 
+def test_region_origins_are_recorded_and_round_trip(photo):
+    hand = np.zeros(photo.shape[:2], bool)
+    hand[10:40, 10:50] = True
+    text = np.zeros(photo.shape[:2], bool)
+    text[60:80, 70:120] = True
+    res = explain(
+        photo,
+        ChannelMeans(),
+        regions_mask=[hand, text],
+        region_origins=["uploaded", "proposed:text"],
+        samples=30,
+        segmentation="slic",
+        n_segments=8,
+    )
+    assert res.region_origins[:2] == ("uploaded", "proposed:text")
+    assert set(res.region_origins[2:]) == {"superpixel"}
+    d = json.loads(res.to_json())
+    assert [r["origin"] for r in d["regions"][:2]] == ["uploaded", "proposed:text"]
+    assert Explanation.from_json(res.to_json()).region_origins == res.region_origins
+    assert [r["origin"] for r in res.regions_table()] == list(res.region_origins)
+
+
+def test_an_explanation_saved_before_origins_derives_them_from_the_keys(photo):
+    hand = np.zeros(photo.shape[:2], bool)
+    hand[10:40, 10:50] = True
+    res = explain(
+        photo, ChannelMeans(), regions_mask=[hand], samples=30, segmentation="slic", n_segments=8
+    )
+    d = res.to_dict()
+    for r in d["regions"]:
+        del r["origin"]
+    back = Explanation.from_dict(d)
+    assert back.region_origins == ("drawn",) + ("superpixel",) * (res.n_regions - 1)
+    assert back.to_dict()["format_version"] == d["format_version"] == 2
+
+
+def test_a_merged_region_is_merged_in_the_explanation(photo):
+    regions = lc.compose_regions(
+        photo, [photo[..., 0] > 200], origins=["uploaded"], outer_method="slic", outer_segments=8
+    )
+    merged = lc.merge_regions(regions, [0, 1])
+    res = explain(photo, ChannelMeans(), segments=merged, samples=30)
+    assert res.region_origins[0] == "merged" and res.region_keys[0].startswith("merge(")
+    assert Explanation.from_json(res.to_json()).region_origins == res.region_origins
+
+
+def test_an_unknown_origin_in_a_file_names_the_part(photo):
+    d = explain(photo, ChannelMeans(), samples=20, segmentation="grid", n_segments=4).to_dict()
+    d["regions"][1]["origin"] = "painted"
+    with pytest.raises(LimecraftError, match=r"regions\[1\]\.origin: must be one of"):
+        Explanation.from_dict(d)
+
+
 @pytest.mark.parametrize(
     "text",
     ["not json", "{}", '{"format": "limecraft-explanation", "format_version": 1}', "[1, 2]"],

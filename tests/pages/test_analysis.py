@@ -80,6 +80,25 @@ def test_a_watermark_edit_survives_the_analysis_file():
     assert back.edits[0].text_size == 40
 
 
+def test_each_regions_origin_reaches_the_regions_and_survives_the_file(quadrants):
+    from pages.lib import caches
+
+    a = A.new(quadrants, "quad.png", source="upload")
+    m = np.zeros(quadrants.shape[:2], bool)
+    m[2:10, 2:10] = True
+    A.add_region(a, m, "drawn one")
+    A.add_region(a, ~m, "mask.png 2", "uploaded")
+    with pytest.raises(lc.LimecraftError, match="origin"):
+        A.add_region(a, m, "odd", "superpixel")
+    assert caches.regions(a).origins[:2] == ("drawn", "uploaded")
+    d = json.loads(AF.to_json(a))
+    assert [r["origin"] for r in d["regions"]] == ["drawn", "uploaded"]
+    assert [h.origin for h in AF.from_json(json.dumps(d)).hand] == ["drawn", "uploaded"]
+    for r in d["regions"]:  # a file saved before origins were recorded
+        del r["origin"]
+    assert [h.origin for h in AF.from_json(json.dumps(d)).hand] == ["drawn", "drawn"]
+
+
 def test_the_value_round_trips_with_edits_and_results(full):
     text = AF.to_json(full)
     d = json.loads(text)

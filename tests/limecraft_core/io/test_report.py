@@ -342,7 +342,7 @@ def test_report_uses_given_pictures_instead_of_its_own(tagged):
     assert "my &lt;overlay&gt;" in page
 
 
-def test_regions_csv_has_one_row_per_region_and_defuses_formulas(photo):
+def test_regions_csv_and_table_have_one_row_per_region_with_its_origin(photo):
     mask = np.zeros(photo.shape[:2], bool)
     mask[:20, :20] = True
     res = explain(
@@ -350,6 +350,7 @@ def test_regions_csv_has_one_row_per_region_and_defuses_formulas(photo):
         ChannelMeans(),
         regions_mask=[mask],
         region_names=["=HYPERLINK(1)"],
+        region_origins=["proposed:text"],
         samples=30,
         outer_segments=1,
     )
@@ -357,6 +358,10 @@ def test_regions_csv_has_one_row_per_region_and_defuses_formulas(photo):
     assert len(rows) == res.n_regions == 2
     assert rows[0]["name"] == "'=HYPERLINK(1)"
     assert float(rows[0]["weight"]) == res.weights[0]
+    assert [r["origin"] for r in rows] == ["proposed:text", "superpixel"]
+    page = html_report(image=photo, explanation=res)
+    assert "<th>region</th><th>origin</th>" in page
+    assert "<td>proposed:text</td>" in page and "<td>superpixel</td>" in page
 
 
 # ----------------------------------------------------------------------------- the demo
