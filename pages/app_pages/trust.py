@@ -363,7 +363,10 @@ settings = trust_controls(s)
 if st.button("Check the explanation", type="primary", key="trust_run"):
     try:
         s.trust_explanation = A.with_expected(
-            s, explain_run.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
+            s,
+            explain_run.run_explain(
+                s.image, reg, caches.run_key(s.image, reg, A.model_ref(s), settings), "Checking"
+            ),
         )
     except (lc.LimecraftError, lc.ModelError) as e:
         display.error(f"The check failed: {e}")

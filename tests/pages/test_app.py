@@ -377,3 +377,29 @@ def test_two_regions_the_tag_and_the_rest_work_on_every_page(at):
     region = next(s for s in at.selectbox if s.label == "Region")
     # named, with the weight explained; the strongest named region first
     assert region.options[0].startswith("0 tag (weight +"), region.options
+
+
+def test_one_explain_press_keys_its_run_once(at, monkeypatch):
+    """Issue 49, item 5: one click of Explain validates its settings once and hashes the image
+    once; the run's key (caches.RunKey) carries both down to the caches and the engine."""
+    from pages.lib import caches
+
+    at.number_input(key="set_samples").set_value(100).run()  # a quick run
+    counts = {"digest": 0, "validate": 0}
+    digest, from_flat = caches.image_digest, lc.ExplainConfig.from_flat.__func__
+
+    def counted_digest(image):
+        counts["digest"] += 1
+        return digest(image)
+
+    def counted_from_flat(cls, *args, **kw):
+        counts["validate"] += 1
+        return from_flat(cls, *args, **kw)
+
+    monkeypatch.setattr(caches, "image_digest", counted_digest)
+    monkeypatch.setattr(lc.ExplainConfig, "from_flat", classmethod(counted_from_flat))
+    button(at, "Explain").click().run()
+    assert not at.exception
+    ex = state(at).explanation
+    assert ex is not None and ex.config.sampling.samples == 100
+    assert counts == {"digest": 1, "validate": 1}
