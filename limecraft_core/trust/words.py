@@ -100,7 +100,7 @@ def conclusion_line(st: Stability, label: Callable[[int], str] = lambda i: f"reg
     text = f"the conclusion ({who} {side} the class) holds in {st.conclusion_agreement:.0%} of the "
     text += st.runs
     if st.conclusion_lead is not None:
-        firm = "firm" if st.conclusion_lead >= CONCLUSION_LEAD else "not firm"
+        firm = "firm" if st.conclusion_firm else "not firm"
         text += (
             f" and leads the next region by {st.conclusion_lead:.1f} sd over them "
             f"({firm}: {CONCLUSION_LEAD:g} sd or more)"

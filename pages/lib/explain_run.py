@@ -47,7 +47,7 @@ def live_result(
         when = "so far" if stb.samples in (None, p.samples) else f"at {stb.samples} samples"
         verdict = f"{VERDICT_TEXT[stb.verdict]} {when}: {md(why)}"
         if detail:
-            verdict += f"  \nThe detail: {md(named_reason(detail, reg.names))}."
+            verdict += "  \n" + lc.trust.words.detail_line(md(named_reason(detail, reg.names)))
     with slot.container(border=True):
         st.markdown(
             f"**Live result for {md(label)}** · {p.samples} of up to {p.allowed} samples  \n"

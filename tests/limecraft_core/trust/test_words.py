@@ -68,6 +68,7 @@ def test_the_conclusion_line_says_how_often_it_held_and_its_lead():
     )
     one = SimpleNamespace(**{**vars(st), "conclusion": [2], "conclusion_signs": [1]})
     one.conclusion_lead, one.conclusion_agreement, one.runs = 1.0, 1.0, "40 resamples"
+    one.conclusion_firm = False
     assert W.conclusion_line(one, lambda i: f"tag ({i})") == (
         "the conclusion (tag (2) for the class) holds in 100% of the 40 resamples and leads the "
         f"next region by 1.0 sd over them (not firm: {W.CONCLUSION_LEAD:g} sd or more)"
