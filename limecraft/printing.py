@@ -67,8 +67,10 @@ def print_summary(
 
 def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
     from limecraft_core.trust import name_regions
+    from limecraft_core.trust import words as W
 
     t = result.trust
+    said = W.check_words(t)  # each check's words, as the report and the app say them
     if t.stability is not None:
         st = t.stability
         two_parts = ""
@@ -104,11 +106,7 @@ def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
                 + (" …" if len(unsure) > 10 else "")
             )
     if t.convergence is not None:
-        c = t.convergence
-        if c.needed:
-            print(f"convergence: stable (the verdict's rule) from {c.needed} samples on")
-        else:
-            print(f"convergence: not stable within {c.sizes[-1]} samples: use more")
+        print(f"convergence: {said['convergence'].headline}")
     if t.kernel_sweep is not None:
         ks = t.kernel_sweep
         print(
@@ -120,6 +118,7 @@ def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
         )
         sensitive = "; ".join(region_label(result, r) for r in ks.sensitive) or "none"
         print(f"width-sensitive regions: {sensitive}")
+        print(f"kernel sweep verdict: {said['kernel_sweep'].headline}")
     if t.faithfulness is not None:
         f = t.faithfulness
         print(
@@ -128,6 +127,7 @@ def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
             f"random insertion AUC={f.random_insertion_auc:.3f}; "
             f"held-out R^2={_num(f.heldout_r2, '.3f')}"
         )
+        print(f"faithfulness verdict: {said['faithfulness'].headline}")
     if t.irof is not None:  # the field's metrics (definitions in explanation.json)
         print(
             f"field metrics: IROF={t.irof.value:.2f}; IROF per region={t.irof.per_region:.3f}; "
@@ -149,6 +149,7 @@ def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
         for i, (name, top, rho) in enumerate(zip(fc.fills, fc.top1, fc.spearman[0], strict=True)):
             main = " (main)" if i == 0 else ""
             print(f"  {name}{main}: top={region_label(result, top)}; Spearman={rho:.2f}")
+        print(f"fills verdict: {said['fills'].headline}")
 
 
 def _print_localisation(result: Any, loc: Any, area: np.ndarray | None) -> None:

@@ -111,7 +111,10 @@ def explain(
     fix it), ModelError when the model failed or returned unusable scores.
     """
     timer = _stages.Timer()
-    cfg = config.replace(**settings) if config is not None else ExplainConfig.from_flat(settings)
+    if config is None:
+        cfg = ExplainConfig.from_flat(settings)
+    else:  # a config is valid once built: validated again only when settings change it
+        cfg = config.replace(**settings) if settings else config
     img = as_float_image(image)
     scorer = as_scorer(model, cfg.speed, labels=labels, input_size=input_size, normalize=normalize)
     with timer("segmentation_s"):

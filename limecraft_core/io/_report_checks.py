@@ -15,7 +15,8 @@ import numpy as np
 from .. import render
 from ..config import ExplainConfig
 from ..result import Explanation
-from ..trust import Stability, fidelity, split_verdict
+from ..trust import Stability, fidelity
+from ..trust import words as W
 from ._report_figures import _region_name
 
 #: Regions in the report's short table; the full table is folded below it.
@@ -138,12 +139,10 @@ def _checks(ex: Explanation) -> list[_Check]:
     if t.convergence is not None:
         c = t.convergence
         out.append(
-            _Check(
-                "Convergence",
+            _worded(
+                W.convergence_words(c),
                 f"the verdict at {', '.join(map(str, c.sizes))} samples: "
                 + ", ".join(c.verdicts or [f"W {v:.2f}" for v in c.kendall_w]),
-                f"stable from {c.needed} samples" if c.needed else f"not stable by {c.sizes[-1]}",
-                "good" if c.needed else "warn",
             )
         )
     out += _more_checks(ex)
@@ -151,24 +150,21 @@ def _checks(ex: Explanation) -> list[_Check]:
     return out
 
 
+def _worded(words: W.CheckWords, figures: str) -> _Check:
+    """A check's row: its words (limecraft_core.trust.words) on the first line, the figures
+    they rest on on the second."""
+    return _Check(words.name, W.sentence(words.headline), words.verdict, words.tone, detail=figures)
+
+
 def _stability_check(s: Stability) -> _Check:
     """The stability verdict, with the numbers it rests on: the conclusion on the first line,
     the detail (the other regions that matter, and the field's figures) on the second."""
-    conclusion, detail = split_verdict(s.reason) if s.reason else ("", "")
-    first = f"{conclusion[0].upper()}{conclusion[1:]}. " if conclusion else ""
+    words = W.stability_words(s)
+    first = f"{W.sentence(words.headline)} " if words.headline else ""
+    first += W.sentence(W.conclusion_line(s))
+    second = f"{W.detail_line(words.detail)} " if words.detail else ""
     if s.conclusion and s.conclusion_agreement is not None:
-        lead = (
-            ""
-            if s.conclusion_lead is None
-            else f" and leads the next region by {s.conclusion_lead:.1f} sd over them"
-        )
-        first += (
-            f"The conclusion ({', '.join(f'region {i}' for i in s.conclusion)}) holds in "
-            f"{s.conclusion_agreement:.0%} of the runs{lead}."
-        )
-    second = f"The detail: {detail}. " if detail else ""
-    if s.conclusion and s.conclusion_agreement is not None:
-        second = second or f"The detail is {'settled' if s.detail_settled else 'not settled'}. "
+        second = second or f"{W.sentence(W.detail_state(s))} "
     if s.reason:
         second += (
             f"{len(s.matter)} regions matter: Kendall's W over them "
@@ -179,10 +175,10 @@ def _stability_check(s: Stability) -> _Check:
     if s.inconsistent_sign:
         second += f"; {len(s.inconsistent_sign)} regions change sign (sign entropy > 0)"
     return _Check(
-        f"Stability over {s.runs}",
+        words.name,
         first.strip() or second,
-        s.verdict,
-        {"stable": "good", "borderline": "warn"}.get(s.verdict, "bad"),
+        words.verdict,
+        words.tone,
         detail=second if first.strip() else "",
     )
 
@@ -194,38 +190,32 @@ def _more_checks(ex: Explanation) -> list[_Check]:
     if t.kernel_sweep is not None:
         k = t.kernel_sweep
         out.append(
-            _Check(
-                "Kernel widths",
+            _worded(
+                W.kernel_words(k),
                 f"widths {', '.join(map(str, k.widths))}; R² "
                 + ", ".join(f"{v:.2f}" for v in k.scores)
                 + (f"; width-sensitive: {_ids(ex, k.sensitive)}" if k.sensitive else ""),
-                "width-sensitive" if k.sensitive else "robust to the width",
-                "warn" if k.sensitive else "good",
             )
         )
     if t.faithfulness is not None:
         f = t.faithfulness
         held = f"; held-out R² {f.heldout_r2:.2f}" if f.heldout_r2 is not None else ""
         out.append(
-            _Check(
-                "Faithfulness",
+            _worded(
+                W.faithfulness_words(f),
                 f"deletion AUC {f.deletion_auc:.3f} (random {f.random_deletion_auc:.3f}), "
                 f"insertion AUC {f.insertion_auc:.3f} (random {f.random_insertion_auc:.3f}){held}",
-                "beats random orders" if f.beats_random else "does not beat random orders",
-                "good" if f.beats_random else "bad",
             )
         )
     if t.fills is not None:
         fc = t.fills
         out.append(
-            _Check(
-                "Fills",
+            _worded(
+                W.fills_words(fc),
                 "top region per fill: "
                 + ", ".join(
                     f"{n}: {_ids(ex, [i])}" for n, i in zip(fc.fills, fc.top1, strict=True)
                 ),
-                "the same top region" if fc.agree else "the top region depends on the fill",
-                "good" if fc.agree else "warn",
             )
         )
     return out

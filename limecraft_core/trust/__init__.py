@@ -60,7 +60,8 @@ The rooms:
 - :mod:`.faithfulness`: deletion and insertion, the surrogate's fidelity, agreement across fills;
 - :mod:`.metrics` and :mod:`.road`: the literature's metrics at region level (faithfulness
   correlation, sparseness, localisation; IROF, ROAD);
-- :mod:`.results`: ``TrustResults``, every result of one explanation together.
+- :mod:`.results`: ``TrustResults``, every result of one explanation together;
+- :mod:`.words`: each check in words, once, for the CLI, the report and the app.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ from .stability import (
     verdict,
 )
 from .wording import name_regions, split_verdict
+from .words import WORDS, CheckWords, check_words
 
 __all__ = [
     "CONCLUSION_LEAD",
@@ -170,6 +172,8 @@ __all__ = [
     "UNSTABLE_JACCARD",
     "UNSTABLE_W",
     "VERDICTS",
+    "WORDS",
+    "CheckWords",
     "Convergence",
     "EarlyStop",
     "EarlyStopCheck",
@@ -186,6 +190,7 @@ __all__ = [
     "TrustResults",
     "annotations",
     "auc",
+    "check_words",
     "conclusion_agreement",
     "conclusion_lead",
     "conclusion_of",

@@ -75,8 +75,8 @@ def _offer_more_samples(
     if more > asked and st.button(f"Continue to {more} samples", key="explain_more"):
         if runtime.ready_classifier(s) is not None:
             try:
-                bigger = config.replace(samples=more)
-                done = explain_run.run_explain(s.image, reg, A.model_ref(s), bigger, live=True)
+                bigger = caches.run_key(s.image, reg, A.model_ref(s), config.replace(samples=more))
+                done = explain_run.run_explain(s.image, reg, bigger, live=True)
                 A.set_explanation(s, done, config)  # the settings stay as the analyst typed them
                 s.stopped_from = None
             except (lc.LimecraftError, lc.ModelError) as e:
@@ -146,12 +146,16 @@ with right:
     if st.session_state.get("cancel-Explaining"):
         st.info("Explain was cancelled. Your regions and earlier results are kept.")
     # "Stop here" in the live result: finish with the samples scored so far (none rescored)
-    stop_at = explain_run.stop_here_samples(s.image, reg, A.model_ref(s), config)
-    if clicked or stop_at:
+    # one run, keyed once: the settings validated above, the image hashed here
+    asked = explain_run.stop_here_asked()
+    run = caches.run_key(s.image, reg, A.model_ref(s), config) if clicked or asked else None
+    stop_at = explain_run.stop_here_samples(asked, run) if run is not None else None
+    if run is not None and (clicked or stop_at):
         if runtime.ready_classifier(s) is not None:
             try:
-                run_config = config.replace(samples=stop_at) if stop_at else config
-                ex = explain_run.run_explain(s.image, reg, A.model_ref(s), run_config, live=True)
+                if stop_at:
+                    run = caches.run_key(run.image, reg, run.model, config.replace(samples=stop_at))
+                ex = explain_run.run_explain(s.image, reg, run, live=True)
                 A.set_explanation(s, ex, config)
                 s.stopped_from = config.sampling.samples if stop_at else None
             except (lc.LimecraftError, lc.ModelError) as e:
@@ -190,11 +194,11 @@ if ex is not None and np.array_equal(ex.segments, labels):
         )
         if st.button("Compare with automatic superpixels only", key="compare"):
             try:
+                auto = caches.regions(s, handcrafted=False)
                 s.explanation_auto = explain_run.run_explain(
                     s.image,
-                    caches.regions(s, handcrafted=False),
-                    A.model_ref(s),
-                    s.config,
+                    auto,
+                    caches.run_key(s.image, auto, A.model_ref(s), s.config),
                     "Comparing",
                 )
             except (lc.LimecraftError, lc.ModelError) as e:

@@ -316,8 +316,9 @@ if st.button("Explain the edited image", key="explain_edited"):
         edited_regions = lc.regions_from_labels(
             preview.labels, list(names) if k2 == len(names) else None
         )
+        run = caches.run_key(preview.image, edited_regions, A.model_ref(s), s.config)
         ex = explain_run.run_explain(
-            preview.image, edited_regions, A.model_ref(s), s.config, "Explaining the edited image"
+            preview.image, edited_regions, run, "Explaining the edited image"
         )
         A.set_edited(s, preview.image, ex)
     except (lc.LimecraftError, lc.ModelError) as e:

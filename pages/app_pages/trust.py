@@ -12,6 +12,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core import trust as T
 from limecraft_core.config import spec
+from limecraft_core.trust import words as W
 from pages.lib import analysis as A
 from pages.lib import caches, charts, config_form, display, explain_run, frame, runtime, state
 from pages.lib.views import VERDICT_TEXT, localisation_panel
@@ -61,30 +62,17 @@ def trust_controls(s) -> lc.ExplainConfig:
 
 def _stability(s: A.Analysis, ex: lc.Explanation) -> None:
     stb = ex.trust.stability
+    words = W.stability_words(stb)
     st.markdown(f"### {VERDICT_TEXT[stb.verdict]} over {stb.runs}")
-    if stb.reason:  # the conclusion, then the detail on a line of its own
-        conclusion, detail = T.split_verdict(stb.reason)
-        conclusion = display.named_reason(conclusion, ex.region_names)
-        st.markdown(display.md(conclusion[0].upper() + conclusion[1:]) + ".")
-        if detail:
+    if words.headline:  # the conclusion, then the detail on a line of its own
+        st.markdown(W.sentence(display.md(display.named_reason(words.headline, ex.region_names))))
+        if words.detail:
             st.markdown(
-                "The detail: " + display.md(display.named_reason(detail, ex.region_names)) + "."
+                W.detail_line(display.md(display.named_reason(words.detail, ex.region_names)))
             )
-    if stb.conclusion:
-        who = ", ".join(charts.region_label(i, ex.region_names[i]) for i in stb.conclusion)
-        detail = {True: "settled", False: "not settled", None: "not judged"}[stb.detail_settled]
-        lead = (
-            ""
-            if stb.conclusion_lead is None
-            else f", and leads the next region by **{stb.conclusion_lead:.1f} sd** "
-            f"({'firm' if stb.conclusion_firm else 'not firm'}: {T.CONCLUSION_LEAD:g} sd or more)"
-        )
-        st.markdown(
-            f"**The conclusion** ({who}, "
-            f"{'for' if stb.conclusion_signs[0] > 0 else 'against'} the class) holds in "
-            f"**{stb.conclusion_agreement:.0%}** of the {stb.runs}{lead}: **{stb.verdict}** · "
-            f"**The detail** (the order of the other regions that matter): **{detail}**"
-        )
+    held = display.named_reason(W.conclusion_line(stb), ex.region_names)
+    if held:
+        st.markdown(f"{W.sentence(display.md(held))} {W.sentence(W.detail_state(stb))}")
     m = len(stb.matter)
     st.markdown(
         f"Regions that matter **{m}** · over them: Kendall's W **{stb.matter_kendall_w:.2f}**, "
@@ -164,12 +152,7 @@ def _stability(s: A.Analysis, ex: lc.Explanation) -> None:
 def _convergence(ex: lc.Explanation) -> None:
     c = ex.trust.convergence
     st.markdown("#### Convergence")
-    needed = (
-        f"Stable (the verdict's rule) from **{c.needed} samples** on"
-        if c.needed
-        else f"Not stable by {c.sizes[-1]} samples: use more"
-    )
-    st.markdown(needed)
+    st.markdown(W.sentence(W.convergence_words(c).headline))
     if c.verdicts:
         st.caption(" · ".join(f"{n}: {v}" for n, v in zip(c.sizes, c.verdicts, strict=True)))
     if c.conclusion_agreement:  # the verdict's own figures: the conclusion's, then the detail's
@@ -246,15 +229,12 @@ def _kernels(ex: lc.Explanation) -> None:
             for width, r2, t in zip(k.widths, k.scores, k.top5, strict=True)
         )
     )
+    said = W.sentence(W.kernel_words(k).headline)
     if k.sensitive:
-        st.warning(
-            f"Width-sensitive regions (sign change, or rank moves 3+ places): {k.sensitive}",
-            icon=":material/warning:",
-        )
+        names = ", ".join(charts.region_label(i, ex.region_names[i]) for i in k.sensitive)
+        st.warning(f"{said} Width-sensitive: {display.md(names)}.", icon=":material/warning:")
     else:
-        st.success(
-            "No region changes sign or rank much across these widths.", icon=":material/check:"
-        )
+        st.success(said, icon=":material/check:")
 
 
 def _faithfulness(ex: lc.Explanation) -> None:
@@ -282,11 +262,7 @@ def _faithfulness(ex: lc.Explanation) -> None:
         f"better) · insertion AUC **{f.insertion_auc:.3f}** (random {f.random_insertion_auc:.3f}; "
         f"higher is better) · surrogate R² on held-out perturbations **{f.heldout_r2:.3f}**"
     )
-    (st.success if good else st.warning)(
-        "The explanation's order beats random orders both ways."
-        if good
-        else "The explanation's order does not beat random orders both ways: treat it with care."
-    )
+    (st.success if good else st.warning)(W.sentence(W.faithfulness_words(f).headline))
 
 
 def _field_metrics(ex: lc.Explanation) -> None:
@@ -342,12 +318,7 @@ def _fills(s: A.Analysis, ex: lc.Explanation) -> None:
                 caption=f"{name}: top region {int(np.argmax(w))}, rank agreement {rho:.2f}, "
                 f"top-5 overlap {overlap:.0%}{took}",
             )
-    same = f.agree
-    (st.success if same else st.warning)(
-        "Every fill puts the same region first."
-        if same
-        else "The fills disagree on the top region: the conclusion depends on the fill."
-    )
+    (st.success if f.agree else st.warning)(W.sentence(W.fills_words(f).headline))
 
 
 s = state.get()
@@ -363,7 +334,10 @@ settings = trust_controls(s)
 if st.button("Check the explanation", type="primary", key="trust_run"):
     try:
         s.trust_explanation = A.with_expected(
-            s, explain_run.run_explain(s.image, reg, A.model_ref(s), settings, "Checking")
+            s,
+            explain_run.run_explain(
+                s.image, reg, caches.run_key(s.image, reg, A.model_ref(s), settings), "Checking"
+            ),
         )
     except (lc.LimecraftError, lc.ModelError) as e:
         display.error(f"The check failed: {e}")

@@ -9,6 +9,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -104,27 +105,50 @@ def explanation_cache() -> _LRU:
     return _LRU(32)
 
 
-def _digest(image: np.ndarray, reg: lc.Regions, model: A.ModelRef, *parts: object) -> str:
-    """A hash of the image, the regions' atoms, the model and any JSON-able parts."""
-    h = hashlib.sha256()
-    for a in (image, reg.atoms):
-        h.update(str(a.shape).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
+def image_digest(image: np.ndarray) -> str:
+    """The image's digest: the one hash of its pixels an Explain makes (:func:`run_key`)."""
+    return A.digest(image)
+
+
+def _digest(image: str, reg: lc.Regions, model: A.ModelRef, *parts: object) -> str:
+    """A hash of the image's digest, the regions' atoms, the model and any JSON-able parts."""
+    h = hashlib.sha256(image.encode())
+    h.update(str(reg.atoms.shape).encode())
+    h.update(np.ascontiguousarray(reg.atoms).tobytes())
     h.update(repr(model).encode())
     for part in parts:
         h.update(json.dumps(part, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
 
-def explanation_key(
-    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
-) -> str:
-    return _digest(image, reg, model, config.to_dict(), [reg.keys, reg.names, reg.source])
+@dataclass(frozen=True)
+class RunKey:
+    """One Explain, keyed once: its settings (validated when built), the model, the image's
+    digest, and the keys of the explanation cache and of the scene's model scores."""
+
+    config: lc.ExplainConfig
+    model: A.ModelRef
+    image: str
+    explanation: str
+    scene: str
 
 
-def scene_key(
-    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
-) -> str:
+def run_key(
+    image: np.ndarray | str, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
+) -> RunKey:
+    """The keys of one Explain of ``image`` (its pixels, or the digest of an earlier
+    :class:`RunKey` of the same image, which is then not hashed again) over ``reg``."""
+    img = image if isinstance(image, str) else image_digest(image)
+    return RunKey(
+        config=config,
+        model=model,
+        image=img,
+        explanation=_digest(img, reg, model, config.to_dict(), [reg.keys, reg.names, reg.source]),
+        scene=_scene(img, reg, model, config),
+    )
+
+
+def _scene(image: str, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig) -> str:
     """What the model's score of a mask depends on: the image, the regions, the model, the fill
     and the speed settings (not the sampling, surrogate or trust settings)."""
     d = config.to_dict()

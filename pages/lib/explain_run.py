@@ -12,7 +12,6 @@ import streamlit as st
 import limecraft_core as lc
 import serving
 from limecraft_core import render
-from pages.lib import analysis as A
 from pages.lib import caches, runtime, state
 from pages.lib.display import VERDICT_TEXT, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
@@ -48,7 +47,7 @@ def live_result(
         when = "so far" if stb.samples in (None, p.samples) else f"at {stb.samples} samples"
         verdict = f"{VERDICT_TEXT[stb.verdict]} {when}: {md(why)}"
         if detail:
-            verdict += f"  \nThe detail: {md(named_reason(detail, reg.names))}."
+            verdict += "  \n" + lc.trust.words.detail_line(md(named_reason(detail, reg.names)))
     with slot.container(border=True):
         st.markdown(
             f"**Live result for {md(label)}** · {p.samples} of up to {p.allowed} samples  \n"
@@ -73,13 +72,17 @@ def live_result(
             )
 
 
-def stop_here_samples(
-    image: np.ndarray, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
-) -> int | None:
-    """The sample count the analyst chose with "Stop here" for this very Explain, or None."""
+def stop_here_asked() -> dict[str, Any] | None:
+    """What "Stop here" asked in the run before (its explanation's key and its sample count),
+    read once: None when it was not pressed."""
     ses = session()
     asked, ses.stop_here = ses.stop_here, None
-    if asked and asked["key"] == caches.explanation_key(image, reg, model, config):
+    return asked
+
+
+def stop_here_samples(asked: dict[str, Any] | None, run: caches.RunKey) -> int | None:
+    """The sample count the analyst chose with "Stop here" for this very Explain, or None."""
+    if asked and asked["key"] == run.explanation:
         return int(asked["samples"])
     return None
 
@@ -87,19 +90,19 @@ def stop_here_samples(
 def run_explain(
     image: np.ndarray,
     reg: lc.Regions,
-    model: A.ModelRef,
-    config: lc.ExplainConfig,
+    run: caches.RunKey,
     status_label: str = "Explaining",
     *,
     live: bool = False,
 ) -> lc.Explanation:
     """Explain with a progress bar (per batch, with time left), a Cancel button and, with
-    ``live``, the result so far after each step, with a "Stop here" button."""
-    key = caches.explanation_key(image, reg, model, config)
+    ``live``, the result so far after each step, with a "Stop here" button. ``run`` holds the
+    settings and the keys, made once per run (:func:`caches.run_key`)."""
+    key, config = run.explanation, run.config
     cached = caches.explanation_cache().get(key)
     if cached is not None:
         return cached
-    clf = runtime.classifier(model, config.speed.precision)
+    clf = runtime.classifier(run.model, config.speed.precision)
     bar = st.progress(0.0, text=f"{status_label}: starting…")
     cancel_slot = st.empty()
     cancel_slot.button("Cancel", key=f"cancel-{status_label}", help="Stops after the current batch")
@@ -138,7 +141,7 @@ def run_explain(
             config=config,
             progress=progress,
             partial=partial if live else None,
-            memo=caches.score_memo(caches.scene_key(image, reg, model, config)),
+            memo=caches.score_memo(run.scene),
         )
     except (lc.LimecraftError, lc.ModelError):
         if app is not None and alive():  # it failed, and the page says so: not interrupted

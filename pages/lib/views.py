@@ -116,7 +116,7 @@ def verdict_detail(ex: lc.Explanation) -> str:
     detail = T.split_verdict(st_.reason)[1] if st_ is not None and st_.reason else ""
     if not detail:
         return ""
-    return f"The detail: {display.md(display.named_reason(detail, ex.region_names))}."
+    return T.words.detail_line(display.md(display.named_reason(detail, ex.region_names)))
 
 
 def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | None = None) -> None:

@@ -192,7 +192,8 @@ def test_trust_page_in_the_browser(page, app_url):
     expect(
         page.get_by_text(
             re.compile(
-                r"^(Stable \(the verdict's rule\) from \d+ samples on|Not stable by \d+ samples: use more)$"
+                r"^(Stable \(the verdict's rule\) from \d+ samples on"
+                r"|Not stable within \d+ samples: use more)\.$"
             )
         )
     ).to_be_visible()

@@ -377,3 +377,75 @@ def test_two_regions_the_tag_and_the_rest_work_on_every_page(at):
     region = next(s for s in at.selectbox if s.label == "Region")
     # named, with the weight explained; the strongest named region first
     assert region.options[0].startswith("0 tag (weight +"), region.options
+
+
+def test_one_explain_press_keys_its_run_once(at, monkeypatch):
+    """Issue 49, item 5: one click of Explain validates its settings once and hashes the image
+    once; the run's key (caches.RunKey) carries both down to the caches and the engine."""
+    from pages.lib import caches
+
+    at.number_input(key="set_samples").set_value(100).run()  # a quick run
+    counts = {"digest": 0, "validate": 0}
+    digest, from_flat = caches.image_digest, lc.ExplainConfig.from_flat.__func__
+
+    def counted_digest(image):
+        counts["digest"] += 1
+        return digest(image)
+
+    def counted_from_flat(cls, *args, **kw):
+        counts["validate"] += 1
+        return from_flat(cls, *args, **kw)
+
+    monkeypatch.setattr(caches, "image_digest", counted_digest)
+    monkeypatch.setattr(lc.ExplainConfig, "from_flat", classmethod(counted_from_flat))
+    button(at, "Explain").click().run()
+    assert not at.exception
+    ex = state(at).explanation
+    assert ex is not None and ex.config.sampling.samples == 100
+    assert counts == {"digest": 1, "validate": 1}
+
+
+def test_each_trust_check_is_worded_once_on_every_surface(at, capsys):
+    """Issue 49, item 5: each check's words (limecraft_core.trust.words) appear as they are in
+    the CLI's lines, in the report and on the Trust page: no surface words a check again."""
+    import html
+    import re
+
+    from limecraft.printing import print_trust
+    from limecraft_core.io.report import html_report
+    from limecraft_core.trust import words as W
+
+    at.switch_page("pages/app_pages/trust.py").run()
+    at.number_input(key="set_samples").set_value(200)
+    at.number_input(key="set_repeats").set_value(2)
+    at.run()
+    button(at, "Check the explanation").click().run()
+    assert not at.exception
+    s = state(at)
+    ex = s.trust_explanation
+    said = W.check_words(ex.trust)
+    assert set(said) == set(W.WORDS)  # every worded check ran
+    assert not any(ex.region_names), "the region ids are the names on every surface here"
+
+    capsys.readouterr()
+    print_trust(ex)
+    cli = capsys.readouterr().out
+    page = html_report(image=s.image, explanation=ex)
+    report = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+    app = [
+        re.sub(r"\\(.)", r"\1", e.value)  # the markdown's escapes undone
+        for kind in (at.markdown, at.success, at.warning)
+        for e in kind
+    ]
+    for name, w in said.items():
+        for clause in filter(None, (w.headline, w.detail)):
+            assert clause in cli, (name, clause, cli)
+        first = W.sentence(w.headline)
+        assert first in report, (name, first)
+        assert any(first in v for v in app), (name, first, app)
+        if w.detail:
+            assert W.detail_line(w.detail) in report and W.detail_line(w.detail) in app
+    st_ = ex.trust.stability
+    if st_.conclusion:  # how often the conclusion held: the same words in the report and the app
+        held = W.sentence(W.conclusion_line(st_))
+        assert held in report and any(held in v for v in app), held
