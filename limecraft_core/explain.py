@@ -111,10 +111,7 @@ def explain(
     fix it), ModelError when the model failed or returned unusable scores.
     """
     timer = _stages.Timer()
-    if config is None:
-        cfg = ExplainConfig.from_flat(settings)
-    else:  # a config is valid once built: validated again only when settings change it
-        cfg = config.replace(**settings) if settings else config
+    cfg = _resolved(config, settings)
     img = as_float_image(image)
     scorer = as_scorer(model, cfg.speed, labels=labels, input_size=input_size, normalize=normalize)
     with timer("segmentation_s"):
@@ -142,6 +139,14 @@ def explain(
         **parts, classes=classes, surrogate=surrogate, trust=trust, run=run, kernel=kern,
         timings=timer.done(),
     )  # fmt: skip
+
+
+def _resolved(config: ExplainConfig | None, settings: dict[str, Any]) -> ExplainConfig:
+    """The run's settings: ``config`` changed by ``settings``, or ``settings`` alone. A config is
+    valid once built, so it is validated again only when settings change it."""
+    if config is None:
+        return ExplainConfig.from_flat(settings)
+    return config.replace(**settings) if settings else config
 
 
 def _settings_doc() -> str:
