@@ -110,6 +110,7 @@ def _audit_images(
     any model is loaded."""
     from limecraft_core.io.audit_folder import AuditFolder
     from limecraft_core.io.dataset import list_images, match_masks
+    from limecraft_core.proposers import check_proposer_names
 
     files = list_images(a.images)
     if a.limit is not None:
@@ -120,6 +121,7 @@ def _audit_images(
             f"--expected-masks {a.expected_masks!r} has no mask named as any of the images "
             f"(e.g. {files[0][0]!r}: a mask named {Path(files[0][0]).stem}.png)"
         )
+    check_proposer_names(a.propose)  # a missing package, before the model loads
     own = match_masks(files, a.regions_masks, "--regions-masks") if a.regions_masks else {}
     if a.regions_masks and not own:
         raise LimecraftError(

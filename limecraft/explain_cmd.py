@@ -95,6 +95,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
         )
     region_names = _hand_names(regions_mask)
     if a.propose:
+        from limecraft_core.proposers import check_proposer_names
+
+        check_proposer_names(a.propose)  # a missing package, before the model loads
         regions_mask, region_names = _with_proposals(image, regions_mask, a.propose, a.quiet)
     expected_mask = None
     if a.expected_mask is not None:

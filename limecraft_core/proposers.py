@@ -123,13 +123,16 @@ class ProposerFn(Protocol):
 
 @dataclass(frozen=True)
 class Proposer:
-    """One proposer: its name, a line of help, its function, and whether it needs the
-    analyst's own mask for the image (``given``; the ``masks`` proposer)."""
+    """One proposer: its name, a line of help, its function, whether it needs the analyst's
+    own mask for the image (``given``; the ``masks`` proposer), and the module it imports when
+    it runs with the pip command that installs it (``requires``, ``pip``; none by default)."""
 
     name: str
     help: str
     fn: ProposerFn
     needs_given: bool = False
+    requires: str = ""
+    pip: str = ""
 
 
 # ------------------------------------------------------------------------------------- text
@@ -341,7 +344,13 @@ def _masks(image: np.ndarray, given: np.ndarray | None = None) -> Proposed:
 PROPOSERS: dict[str, Proposer] = {
     p.name: p
     for p in (
-        Proposer("text", "text found by a detector (PP-OCRv4), named by what it reads", _text),
+        Proposer(
+            "text",
+            "text found by a detector (PP-OCRv4), named by what it reads",
+            _text,
+            requires="rapidocr_onnxruntime",
+            pip=TEXT_PIP,
+        ),
         Proposer(
             "watermark",
             "where LIMEcraft's watermark edit puts the ImageNet-W text (its pixels, grown 2 px)",
@@ -357,11 +366,28 @@ PROPOSERS: dict[str, Proposer] = {
 }
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules (None)
+        return False
+
+
 def check_proposer_names(names: Sequence[str], what: str = "proposer") -> list[str]:
-    """``names`` if each is in :data:`PROPOSERS`, else a LimecraftError listing them."""
+    """``names`` if each is in :data:`PROPOSERS` and its package is installed, else a
+    LimecraftError listing the proposers, or naming the pip command that installs the package
+    (so a command line refuses before it loads a model)."""
     for n in names:
         if n not in PROPOSERS:
             raise LimecraftError(f"{what} must be one of {', '.join(PROPOSERS)}; got {n!r}")
+        p = PROPOSERS[n]
+        if p.requires and not _installed(p.requires):
+            raise LimecraftError(
+                f"the {n} proposer needs the package {p.requires}: run `{p.pip}`"
+                " (it needs Python < 3.13)"
+            )
     return list(names)
 
 

@@ -5,6 +5,7 @@ demo model; the audit's resume key takes both options."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,15 @@ def test_explain_propose_refuses_with_one_line(marked, tmp_path, extra, match):
     extra = [str(marked / e) if e == "own.png" else e for e in extra]
     code, _, err = run("explain", str(marked / "cat.png"), "--out", str(tmp_path), *extra, *FAST)
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_missing_detector_is_refused_before_the_model_loads(marked, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # as if not installed
+    args = ["--out", str(tmp_path / "o"), "--propose", "text", *FAST]
+    code, _, err = run("explain", str(marked / "cat.png"), *args)
+    assert code == 2 and "pip install rapidocr-onnxruntime==1.4.4" in err, err
+    code, _, err = run("audit", str(marked), *args)
+    assert code == 2 and "pip install rapidocr-onnxruntime==1.4.4" in err, err
 
 
 @pytest.fixture(scope="module")
