@@ -26,6 +26,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# The libraries opencv-python (the text detector's, rapidocr-onnxruntime) loads and a slim image
+# lacks: libGL and GLib. Pinned to the base image's Debian 13 (trixie) versions; when a Debian
+# point release replaces them, pass the new ones, e.g. --build-arg LIBGL_VERSION=... (apt-cache
+# policy libgl1 libglib2.0-0t64 in the base image lists them).
+ARG LIBGL_VERSION=1.7.0-1+b2
+ARG GLIB_VERSION=2.84.4-3~deb13u1
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        "libgl1=${LIBGL_VERSION}" "libglib2.0-0t64=${GLIB_VERSION}" \
+    && rm -rf /var/lib/apt/lists/*
+
 # The non-root user the app runs as (numeric below, so that runAsNonRoot-style checks can see it).
 RUN groupadd --gid 1000 limecraft \
     && useradd --create-home --uid 1000 --gid 1000 limecraft \
@@ -53,6 +64,8 @@ COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 
 COPY . .
+# The text detector loads here, or the build stops (opencv-python without libGL fails to import).
+RUN python -c "import cv2, rapidocr_onnxruntime"
 
 USER 1000:1000
 EXPOSE 8501

@@ -18,6 +18,7 @@ from models import formats
 __all__ = [
     "PROG",
     "add_model_options",
+    "add_propose_option",
     "add_settings",
     "model_kwargs",
     "onnx_inputs",
@@ -184,3 +185,22 @@ def onnx_inputs(model: Any) -> dict[str, Any]:
         "input_layout": module.graph.layout,
         "model_description": module.description,
     }
+
+
+def add_propose_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--propose NAME``, repeatable: a proposer of the engine's table (its ``masks`` entry is
+    spelled ``--regions-mask``/``--regions-masks``), whose regions become handcrafted regions
+    named as proposed. ``what``: where they go, for the help."""
+    from limecraft_core.proposers import PROPOSERS
+
+    names = [n for n in PROPOSERS if n != "masks"]
+    listed = "; ".join(f"{n}: {PROPOSERS[n].help}" for n in names)
+    parser.add_argument(
+        "--propose",
+        action="append",
+        default=[],
+        choices=names,
+        metavar="NAME",
+        help=f"regions proposed by a detector, {what}, named as proposed; repeatable. "
+        f"{listed}. The text detector needs `pip install rapidocr-onnxruntime==1.4.4`",
+    )

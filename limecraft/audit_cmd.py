@@ -11,7 +11,14 @@ from typing import Any
 from limecraft_core._validate import LimecraftError
 from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
 
-from .args import add_model_options, add_settings, model_kwargs, onnx_inputs, positive_int
+from .args import (
+    add_model_options,
+    add_propose_option,
+    add_settings,
+    model_kwargs,
+    onnx_inputs,
+    positive_int,
+)
 
 __all__ = ["audit_args", "audit_settings", "cmd_audit"]
 
@@ -28,10 +35,20 @@ def audit_args(au: argparse.ArgumentParser) -> None:
         "--expected-masks",
         metavar="DIR",
         help="a folder with one mask per image, named as the image (any image extension; for "
-        "images in subfolders, the same subfolders): non-black pixels mark where the model "
+        "images in subfolders, the same subfolders): non-black pixels mark where a sound model "
         "should look (the object). Adds relevance mass and the pointing game, and flags the "
-        "images whose prediction rests outside the mask",
+        "images whose prediction rests outside the mask. Masks of an artifact (the watermark "
+        "command's masks/) mark where it should not look: give them as --regions-masks",
     )
+    au.add_argument(
+        "--regions-masks",
+        metavar="DIR",
+        help="a folder with your own regions, one mask per image named as the image (matched as "
+        "--expected-masks are): each distinct non-zero value of an image's mask becomes a "
+        "handcrafted region of its own (hand 1, hand 2, ...) beside the superpixels, e.g. the "
+        "watermark command's masks/, so the audit says whether the model relies on them",
+    )
+    add_propose_option(au, "for every image, beside the superpixels")
     au.add_argument(
         "--resume",
         action="store_true",
@@ -86,10 +103,14 @@ def audit_settings(a: argparse.Namespace):
     return audit_config({s.name: getattr(a, s.name) for s in fields() if hasattr(a, s.name)})
 
 
-def _audit_images(a: argparse.Namespace) -> tuple[list[tuple[str, Path]], dict[str, Path]]:
-    """The images to audit and their expected masks, checked before any model is loaded."""
+def _audit_images(
+    a: argparse.Namespace,
+) -> tuple[list[tuple[str, Path]], dict[str, Path], dict[str, Path]]:
+    """The images to audit, their expected masks and their own regions masks, checked before
+    any model is loaded."""
     from limecraft_core.io.audit_folder import AuditFolder
     from limecraft_core.io.dataset import list_images, match_masks
+    from limecraft_core.proposers import check_proposer_names
 
     files = list_images(a.images)
     if a.limit is not None:
@@ -100,12 +121,19 @@ def _audit_images(a: argparse.Namespace) -> tuple[list[tuple[str, Path]], dict[s
             f"--expected-masks {a.expected_masks!r} has no mask named as any of the images "
             f"(e.g. {files[0][0]!r}: a mask named {Path(files[0][0]).stem}.png)"
         )
+    check_proposer_names(a.propose)  # a missing package, before the model loads
+    own = match_masks(files, a.regions_masks, "--regions-masks") if a.regions_masks else {}
+    if a.regions_masks and not own:
+        raise LimecraftError(
+            f"--regions-masks {a.regions_masks!r} has no mask named as any of the images "
+            f"(e.g. {files[0][0]!r}: a mask named {Path(files[0][0]).stem}.png)"
+        )
     if AuditFolder.holds_audit(a.out) and not a.resume:
         raise LimecraftError(
             f"--out {a.out!r} already holds an audit: add --resume to go on with it (finished "
             "images are kept), or choose another folder"
         )
-    return files, masks
+    return files, masks, own
 
 
 def _audit_model(a: argparse.Namespace) -> dict[str, Any]:
@@ -133,6 +161,9 @@ def _audit_explain(
 
     def done(outcome: Any) -> None:
         rows[outcome.row.key] = outcome.row
+        if not a.quiet and outcome.input is not None:
+            for note in outcome.input.notes:
+                bar.write(f"{outcome.row.file}: {note}")
         counts["flagged"] += outcome.row.flagged
         counts["errors"] += not outcome.row.ok
         bar.set_postfix_str(f"{counts['flagged']} flagged, {counts['errors']} errors")
@@ -154,11 +185,14 @@ def cmd_audit(a: argparse.Namespace) -> int:
     from limecraft_core.io.dataset import audit_items
 
     config = audit_settings(a)
-    files, masks = _audit_images(a)
+    files, masks, own = _audit_images(a)
     folder = AuditFolder(a.out)
     model = _audit_model(a)
-    key = settings_key(config, model, a.top_k)
-    items = audit_items(files, masks)
+    proposers = list(dict.fromkeys(a.propose))
+    key = settings_key(
+        config, model, a.top_k, proposers=proposers, regions_masks=bool(a.regions_masks)
+    )
+    items = audit_items(files, masks, regions_masks=own, proposers=proposers)
     finished = {it.key: folder.finished(it, key) for it in items} if a.resume else {}
     rows: dict[str, Any] = {k: r for k, r in finished.items() if r is not None}
     todo = [it for it in items if it.key not in rows]
@@ -168,6 +202,8 @@ def cmd_audit(a: argparse.Namespace) -> int:
         print(
             f"auditing {len(items)} images with {a.model}"
             + (f" ({len(masks)} with an expected mask)" if masks else "")
+            + (f" ({len(own)} with regions of your own)" if own else "")
+            + (f"; regions proposed by {', '.join(proposers)}" if proposers else "")
             + (f"; {kept} already finished are kept" if kept else "")
             + (f"; scored {how}, {a.in_flight} in flight" if todo else "")
         )
@@ -188,7 +224,9 @@ def cmd_audit(a: argparse.Namespace) -> int:
             [rows[it.key] for it in items if it.key in rows], config=config, key=key,
             model=model, complete=complete, run=run,
             source={"images": str(a.images), "expected_masks": a.expected_masks,
-                    "count": len(items), "with_masks": len(masks)},
+                    "count": len(items), "with_masks": len(masks),
+                    "regions_masks": a.regions_masks, "with_regions": len(own),
+                    "propose": proposers},
         )  # fmt: skip
     if not complete:
         sys.stderr.write(

@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="add the ImageNet-W watermark to a folder of photos, its masks beside them",
         description="The ImageNet-W watermark (Li et al., CVPR 2023) over every image of a "
         "folder (or a list file): OUT/images/ (watermarked, PNG), OUT/masks/ (where the text "
-        "lies, named as the images: audit --expected-masks and the app's regions read them) and "
+        "lies, named as the images: audit --regions-masks makes each a region of its own, and "
+        "the app's regions read them; they mark the artifact, not where a sound model should "
+        "look, so they are no --expected-masks) and "
         "OUT/watermark.json, so that you can rebuild the watermark test for your own model.",
     )
     watermark_args(wm)

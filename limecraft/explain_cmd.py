@@ -14,6 +14,7 @@ from limecraft_core._validate import LimecraftError
 
 from .args import (
     add_model_options,
+    add_propose_option,
     add_settings,
     model_kwargs,
     onnx_inputs,
@@ -34,6 +35,7 @@ def explain_args(e: argparse.ArgumentParser) -> None:
     add_model_options(e, "the command line runs the model locally")
     e.add_argument("--segments-file", help="a .npy or .png label map, used as is")
     e.add_argument("--regions-mask", help="a PNG whose non-zero values are handcrafted regions")
+    add_propose_option(e, "added to --regions-mask's (if any) beside the superpixels")
     e.add_argument(
         "--expected-mask",
         metavar="PNG",
@@ -86,6 +88,20 @@ def cmd_explain(a: argparse.Namespace) -> int:
         segments = read_label_map(a.segments_file)
     elif a.regions_mask is not None:
         regions_mask = read_mask(a.regions_mask)
+    if a.propose and segments is not None:
+        raise LimecraftError(
+            "--propose adds regions beside the superpixels: give it with --regions-mask or "
+            "alone, not with --segments-file"
+        )
+    region_names = _hand_names(regions_mask)
+    region_origins = ["uploaded"] * len(region_names) if region_names else None
+    if a.propose:
+        from limecraft_core.proposers import check_proposer_names
+
+        check_proposer_names(a.propose)  # a missing package, before the model loads
+        regions_mask, region_names, region_origins = _with_proposals(
+            image, regions_mask, a.propose, a.quiet
+        )
     expected_mask = None
     if a.expected_mask is not None:
         expected_mask = expected_area(
@@ -112,7 +128,8 @@ def cmd_explain(a: argparse.Namespace) -> int:
         model,
         segments=segments,
         regions_mask=regions_mask,
-        region_names=_hand_names(regions_mask),
+        region_names=region_names,
+        region_origins=region_origins,
         expected_mask=expected_mask,
         config=config,
         progress=_progress_printer(a.quiet),
@@ -126,6 +143,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         **onnx_inputs(model),
         "segments_file": a.segments_file,
         "regions_mask": a.regions_mask,
+        **({"propose": list(a.propose)} if a.propose else {}),
         "expected_mask": a.expected_mask,
     }
     files = [out / "explanation.json", out / "segments.npy", out / "overlay.png"]
@@ -156,3 +174,27 @@ def _hand_names(regions_mask: np.ndarray | None) -> list[str] | None:
         return None
     n = 1 if regions_mask.dtype == np.bool_ else len(np.unique(regions_mask[regions_mask != 0]))
     return [f"hand {i + 1}" for i in range(n)]
+
+
+def _with_proposals(
+    image: np.ndarray, regions_mask: np.ndarray | None, names: Sequence[str], quiet: bool
+) -> tuple[list[np.ndarray] | None, list[str] | None, list[str] | None]:
+    """The handcrafted regions of ``--regions-mask`` (if any) followed by the proposals of
+    ``names``, as masks, names and origins (``uploaded``, ``proposed:<proposer>``) for
+    ``explain``; the proposers' notes printed."""
+    from limecraft_core.proposers import propose
+
+    found = propose(image, names)
+    masks: list[np.ndarray] = []
+    if regions_mask is not None:
+        values = [True] if regions_mask.dtype == np.bool_ else np.unique(regions_mask)
+        masks = [regions_mask == v for v in values if v != 0]
+    own = _hand_names(regions_mask) or []
+    if not quiet:
+        for note in found.notes:
+            print(f"proposed: {note}")
+        if found.proposals:
+            print(f"proposed {len(found.proposals)} regions: {', '.join(found.names)}")
+    masks += found.masks
+    origins = ["uploaded"] * len(own) + [f"proposed:{p.proposer}" for p in found.proposals]
+    return (masks or None), ([*own, *found.names] or None), (origins or None)

@@ -3,8 +3,9 @@ so that an analyst can rebuild the watermark test set for their own model.
 
 For each image (a folder, searched recursively, or a list file, as ``audit`` reads them) it
 writes ``OUT/images/NAME.png`` (watermarked), ``OUT/masks/NAME.png`` (the watermark's pixels,
-grown by ``--grow``, white on black: ``audit --regions-masks OUT/masks`` or ``--expected-masks``
-read them by name) and ``OUT/watermark.json`` (the settings and each image's text box). With
+grown by ``--grow``, white on black: ``audit --regions-masks OUT/masks`` reads them by name and
+makes each a region of its own; they mark the artifact, not where a sound model should look, so
+they are no ``--expected-masks``) and ``OUT/watermark.json`` (the settings and each image's text box). With
 ``--crop 224`` each photo is first resized to 256/224 of that on its shorter side and
 centre-cropped, ImageNet's evaluation view, as the paper watermarks it.
 """

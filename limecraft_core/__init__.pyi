@@ -52,6 +52,11 @@ from .perturb import inpaint as inpaint
 from .perturb import make_fill as make_fill
 from .perturb import perturbed_images as perturbed_images
 from .perturb import sample_masks as sample_masks
+from .proposers import PROPOSERS as PROPOSERS
+from .proposers import Proposal as Proposal
+from .proposers import Proposed as Proposed
+from .proposers import Proposer as Proposer
+from .proposers import propose as propose
 from .regions import Regions as Regions
 from .regions import compose_regions as compose_regions
 from .regions import masks_from_label_image as masks_from_label_image

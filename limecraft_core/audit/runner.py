@@ -31,10 +31,18 @@ class AuditInput:
     image : (H, W, 3) uint8 ndarray
     expected : (H, W) bool ndarray or None, the expected region (already checked against the
         image's size)
+    regions : tuple of (H, W) bool ndarray, handcrafted regions (the analyst's own, proposed)
+    region_names : tuple of str, their names
+    region_origins : tuple of str, where each came from (``uploaded``, ``proposed:<proposer>``)
+    notes : tuple of str, what proposing them said ("No text found.")
     """
 
     image: np.ndarray
     expected: np.ndarray | None = None
+    regions: tuple[np.ndarray, ...] = ()
+    region_names: tuple[str, ...] = ()
+    region_origins: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +96,9 @@ def _explain_one(
         ex = explain(
             inp.image,
             scorer,
+            regions_mask=list(inp.regions) or None,
+            region_names=list(inp.region_names) or None,
+            region_origins=list(inp.region_origins) or None,
             config=config,
             expected_mask=inp.expected,
             cancel=stop.is_set,

@@ -35,7 +35,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
@@ -84,12 +84,22 @@ MAX_AUDIT_JSON_BYTES = 200 * 2**20
 _KEY = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
-def settings_key(config: ExplainConfig, model: dict[str, Any], top_k: int) -> str:
+def settings_key(
+    config: ExplainConfig,
+    model: dict[str, Any],
+    top_k: int,
+    *,
+    proposers: Sequence[str] = (),
+    regions_masks: bool = False,
+) -> str:
     """A hash of everything a finished image's results depend on beyond its files: the
-    settings, the model and the overlay's top k."""
-    doc = json.dumps(
-        {"settings": config.to_dict(), "model": model, "top_k": top_k}, sort_keys=True, default=str
-    )
+    settings, the model, the overlay's top k, the proposers of its regions and whether the
+    analyst's own regions masks are used (their bytes enter each image's digest). Without
+    proposers or regions masks the key is the one audits made before they existed."""
+    fields: dict[str, Any] = {"settings": config.to_dict(), "model": model, "top_k": top_k}
+    if proposers or regions_masks:
+        fields["regions"] = {"propose": list(proposers), "regions_masks": bool(regions_masks)}
+    doc = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(doc.encode()).hexdigest()[:32]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
 import zipfile
 from collections.abc import Callable, Sequence
@@ -16,7 +15,9 @@ from pathlib import Path
 
 from .._validate import LimecraftError
 from ..audit import AuditInput, AuditItem
+from ..proposers import propose
 from .images import decode_image, decode_mask, expected_area
+from .masks_folder import IMAGE_SUFFIXES, _is_image_name, match_masks, read_regions_mask
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -24,12 +25,11 @@ __all__ = [
     "file_digest",
     "list_images",
     "match_masks",
+    "read_regions_mask",
     "safe_parts",
     "split_dataset",
     "unpack_zip",
 ]
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
 
 
 #: Folder names that hold expected masks in a dataset folder or zip (see split_dataset).
@@ -44,11 +44,6 @@ MAX_UNPACKED_BYTES = 2 * 2**30
 
 
 MAX_ZIP_FILES = 100_000
-
-
-def _is_image_name(name: str) -> bool:
-    base = os.path.basename(name)
-    return not base.startswith(".") and base.lower().endswith(IMAGE_SUFFIXES)
 
 
 def list_images(source: str | Path) -> list[tuple[str, Path]]:
@@ -103,36 +98,6 @@ def list_images(source: str | Path) -> list[tuple[str, Path]]:
         out.append((name, p if p.is_absolute() else src.parent / p))
     if not out:
         raise LimecraftError(f"the list file {str(src)!r} names no image")
-    return out
-
-
-def match_masks(files: Sequence[tuple[str, Path]], masks: str | Path) -> dict[str, Path]:
-    """Each image's expected mask in the folder ``masks``: the file named as the image (its
-    relative path without the extension, any image extension), else one with the same bare
-    file name when only one has it. Images without a mask are left out.
-
-    Raises
-    ------
-    LimecraftError
-        If ``masks`` is not a folder.
-    """
-    root = Path(masks)
-    if not root.is_dir():
-        raise LimecraftError(f"--expected-masks {str(root)!r} is not a folder")
-    by_rel: dict[str, Path] = {}
-    by_stem: dict[str, list[Path]] = {}
-    for p in root.rglob("*"):
-        if p.is_file() and _is_image_name(p.name):
-            rel = p.relative_to(root).with_suffix("").as_posix()
-            by_rel.setdefault(rel, p)
-            by_stem.setdefault(p.stem, []).append(p)
-    out = {}
-    for name, _ in files:
-        rel = Path(name).with_suffix("").as_posix()
-        if rel in by_rel:
-            out[name] = by_rel[rel]
-        elif len(by_stem.get(Path(name).stem, [])) == 1:
-            out[name] = by_stem[Path(name).stem][0]
     return out
 
 
@@ -232,10 +197,14 @@ def _read(path: Path, what: str) -> bytes:
     return data
 
 
-def file_digest(image: Path, mask: Path | None = None) -> str:
-    """A hash of the image file's bytes and of its mask's (unreadable files hash as missing)."""
+def file_digest(image: Path, mask: Path | None = None, regions: Path | None = None) -> str:
+    """A hash of the image file's bytes, of its expected mask's and of its own regions mask's
+    (unreadable files hash as missing; without a regions mask the hash is the one of the image
+    and its expected mask alone, as audits before regions masks made it)."""
     h = hashlib.blake2b(digest_size=16)
-    for p in (image, mask):
+    if regions is not None:
+        h.update(b"|regions")
+    for p in (image, mask, *((regions,) if regions is not None else ())):
         if p is None:
             h.update(b"|none")
             continue
@@ -259,28 +228,55 @@ def _keys(names: Sequence[str]) -> list[str]:
 
 
 def audit_items(
-    files: Sequence[tuple[str, Path]], masks: dict[str, Path] | None = None
+    files: Sequence[tuple[str, Path]],
+    masks: dict[str, Path] | None = None,
+    *,
+    regions_masks: dict[str, Path] | None = None,
+    proposers: Sequence[str] = (),
 ) -> list[AuditItem]:
     """The :class:`~limecraft_core.audit.AuditItem` of each image file, with its mask.
 
-    An item's ``load`` reads and decodes the image and its mask; a bad image, or a mask that is
-    unreadable, empty or of another size, raises a LimecraftError that becomes its error row.
+    An item's ``load`` reads and decodes the image and its masks, and proposes its regions: the
+    analyst's own (``regions_masks``, matched as :func:`match_masks` does) and those of
+    ``proposers`` (names of :data:`~limecraft_core.proposers.PROPOSERS`, ``text`` say). It runs
+    in the image's own thread, so detection overlaps the other images' model passes. A bad
+    image, or a mask that is unreadable, empty or of another size, raises a LimecraftError that
+    becomes its error row.
     """
     masks = masks or {}
+    regions_masks = regions_masks or {}
     out = []
     for (name, path), key in zip(files, _keys([n for n, _ in files]), strict=True):
-        mask = masks.get(name)
-        out.append(AuditItem(name, key, file_digest(path, mask), _loader(name, path, mask)))
+        mask, own = masks.get(name), regions_masks.get(name)
+        digest = file_digest(path, mask, own)
+        out.append(AuditItem(name, key, digest, _loader(name, path, mask, own, tuple(proposers))))
     return out
 
 
-def _loader(name: str, path: Path, mask: Path | None) -> Callable[[], AuditInput]:
+def _loader(
+    name: str, path: Path, mask: Path | None, own: Path | None, proposers: tuple[str, ...]
+) -> Callable[[], AuditInput]:
     def load() -> AuditInput:
         image = decode_image(_read(path, "image"), f"image {name!r}")
         area = None
         if mask is not None:
             m = decode_mask(_read(mask, "expected mask"), f"expected mask {mask.name!r}")
             area = expected_area(m, image.shape[:2], f"the expected mask {mask.name!r}")
-        return AuditInput(image, area)
+        if own is None and not proposers:
+            return AuditInput(image, area)
+        given = None
+        if own is not None:
+            given = decode_mask(_read(own, "regions mask"), f"regions mask {own.name!r}")
+        names = (*(("masks",) if given is not None else ()), *proposers)
+        found = propose(image, names, given=given)
+        # the analyst's own regions were uploaded; the others were proposed
+        origins = tuple(
+            "uploaded" if p.proposer == "masks" else f"proposed:{p.proposer}"
+            for p in found.proposals
+        )
+        return AuditInput(
+            image, area, regions=tuple(found.masks), region_names=tuple(found.names),
+            region_origins=origins, notes=found.notes,
+        )  # fmt: skip
 
     return load

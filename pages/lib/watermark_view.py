@@ -9,6 +9,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core.edits import watermark_font_size
+from limecraft_core.proposers import watermark_proposer
 from pages.lib import analysis as A
 from pages.lib import display
 from pages.lib.session import session
@@ -24,10 +25,14 @@ def _text_size(s: A.Analysis) -> int | None:
 
 
 def _add_region(s: A.Analysis, box: bool) -> None:
-    h, w = s.image.shape[:2]
+    """The ``watermark`` proposer's region (its pixels or its box, at the text size of the last
+    watermark edit) added as the handcrafted region *watermark*."""
+    fn = watermark_proposer(text_size=_text_size(s), box=box)
     try:
-        mask = lc.watermark_mask(h, w, text_size=_text_size(s), box=box)
-        A.add_region(s, mask, WATERMARK_REGION, "proposed:watermark")
+        found = lc.propose(s.image, [lc.Proposer("watermark", "the watermark's place", fn)])
+        if not found.proposals:
+            raise lc.LimecraftError(" ".join(found.notes) or "the proposer found nothing")
+        A.add_region(s, found.proposals[0].mask, WATERMARK_REGION, "proposed:watermark")
     except lc.LimecraftError as e:
         session().watermark_note = f"The watermark was not added as a region: {e}"
         return

@@ -183,12 +183,6 @@ def test_a_handcrafted_region_prints_under_one_name(files, capsys):
     assert "region 0" not in named and "region 1" not in named and "'" not in named
 
 
-@pytest.mark.xfail(
-    reason="limecraft/explain_cmd.py (the proposers branch) does not pass region_origins yet: "
-    "explain(..., region_origins=['uploaded'] * len(_hand_names(regions_mask) or [])) is the "
-    "one line it needs",
-    strict=False,
-)
 def test_a_mask_file_gives_uploaded_regions(files):
     out = files["dir"] / "uploaded"
     args = _toy_args(files, out, "--regions-mask", str(files["mask"]), "--outer-segments", "1")
