@@ -12,7 +12,7 @@ from limecraft_core.config import spec
 from limecraft_core.io import decode_mask
 from limecraft_core.regions import mask_from_canvas, region_at, toggle
 from pages.lib import analysis as A
-from pages.lib import caches, config_form, display, frame, state, watermark_view
+from pages.lib import caches, config_form, display, frame, propose_view, state, watermark_view
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -232,6 +232,10 @@ def demo_walkthrough(s: A.Analysis) -> None:
         )
 
 
+#: How a handcrafted region's origin reads on the page (a proposal: "proposed by text").
+ORIGIN_WORDS = {"drawn": "drawn here", "uploaded": "an uploaded mask"}
+
+
 def region_list(s: A.Analysis) -> None:
     if not s.hand:
         st.caption("No handcrafted regions yet.")
@@ -239,7 +243,11 @@ def region_list(s: A.Analysis) -> None:
     for i, h in enumerate(list(s.hand)):
         c1, c2, c3 = st.columns([3, 2, 0.8], vertical_alignment="bottom")
         name = c1.text_input(
-            f":{h.colour}[■] Region {i + 1} name", h.name, key=f"hname-{h.uid}", max_chars=80
+            f":{h.colour}[■] Region {i + 1} name",
+            h.name,
+            key=f"hname-{h.uid}",
+            max_chars=80,
+            help=f"Origin: {ORIGIN_WORDS.get(h.origin, h.origin.replace('proposed:', 'proposed by '))}",
         )
         inner = c2.number_input(
             "Pieces inside (1: one feature)", 1, 50, h.inner, key=f"hinner-{h.uid}"
@@ -333,6 +341,7 @@ with right:
     demo_walkthrough(s)
     if s.tag_mask is None:  # a photo: ImageNet models' published shortcut, one click away
         watermark_view.region_buttons(s, "craft")
+    propose_view.section(s)
     st.subheader("Your regions")
     region_list(s)
     upload_masks(s)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from limecraft_core import ExplainConfig, MaskCache
     from limecraft_core.io.audit_folder import LoadedAudit
     from pages.lib.analysis import Analysis
+    from pages.lib.propose_view import Pending
 
 #: The one key of the app's values in ``st.session_state``.
 KEY = "limecraft_session"
@@ -114,6 +115,9 @@ class Session:
         once by that explanation
     image_note, restore_note, watermark_note : why the last upload, restored file or watermark
         was refused, shown once where it was tried
+    proposals : the proposed regions waiting on Craft regions for the analyst to accept or
+        reject (``propose_view.Pending``: for one analysis); propose_error: why the last
+        proposing or accepting failed
     model_note : the last model change's outcome, ``(kind, text)``, shown once
     restored_note : what the analysis file just restored holds, shown once
     run_note : after a reload, that the Explain then running was interrupted, shown once
@@ -145,6 +149,8 @@ class Session:
     image_note: str | None = None
     restore_note: str | None = None
     watermark_note: str | None = None
+    proposals: Pending | None = None
+    propose_error: str | None = None
     model_note: tuple[Literal["error", "success", "warning", "info"], str] | None = None
     restored_note: str | None = None
     run_note: str | None = None

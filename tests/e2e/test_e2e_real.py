@@ -28,6 +28,7 @@ from e2e_helpers import (
     rerun,
     shot,
     track,
+    upload,
 )
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
@@ -257,3 +258,52 @@ def test_the_built_in_models_follow_the_gallery(page, real_url):
     expect(combobox(page, "Registry")).to_have_value("efficientnet_lite0")
     expect(page.get_by_text("Not meaningful for this image")).to_have_count(0)
     assert top5(page)[0] == engine_top5("coffee")[0]
+
+
+def _cardboard(tmp_path) -> tuple[str, np.ndarray]:
+    """A plain cardboard-brown picture with LIMEcraft's watermark edit (the ImageNet-W text, as
+    ``python -m limecraft watermark`` draws it): the watermark turns efficientnet_lite0's
+    prediction into carton (about 0.59; without it: kite)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    plain = np.array((180, 140, 90)) + rng.normal(0, 8, (224, 224, 3))
+    marked = lc.add_watermark(np.clip(plain, 0, 255).astype(np.uint8)).image
+    path = tmp_path / "cardboard-watermarked.png"
+    Image.fromarray(marked).save(path)
+    return str(path), marked
+
+
+def test_text_proposals_find_the_watermark_and_survive_a_reload(page, real_url, tmp_path):
+    """Issue 50: propose text regions on a watermarked picture, accept, Explain: the strongest
+    region for carton is the text proposal on the watermark (IoU >= 0.5 with its box), shown by
+    its name; a reload keeps the region and the result."""
+    path, marked = _cardboard(tmp_path)
+    box = lc.watermark_mask(224, 224, box=True)
+    found = lc.propose(marked, ["text"]).proposals
+    on_mark = [p for p in found if (p.mask & box).sum() / (p.mask | box).sum() >= 0.5]
+    assert len(on_mark) == 1, [p.name for p in found]
+    name = on_mark[0].name
+
+    open_app(page, real_url)
+    upload(page, page.locator("[data-testid='stSidebar'] input[type=file]").first, path)
+    expect(page.get_by_text(re.compile(r"^Loaded cardboard-watermarked\.png"))).to_be_visible()
+    assert top5(page)[0] == "carton"
+    goto(page, "Craft regions")
+    expect(combobox(page, "Proposer")).to_have_value("text")
+    click(page, page.get_by_role("button", name="Propose regions"))
+    expect(page.get_by_text(name, exact=False).first).to_be_visible()
+    shot(page, "proposals-text", tall=True)
+    click(page, page.get_by_role("button", name="Accept all"))
+    expect(page.locator(f"input[value='{name}']")).to_be_visible()
+
+    goto(page, "Explain")
+    explain(page)
+    strongest = page.get_by_text(re.compile(r"^Strongest region for carton"))
+    expect(strongest).to_contain_text(name)
+    shot(page, "proposals-explained", tall=True)
+
+    page.reload()
+    expect(page.get_by_text(re.compile(r"^Strongest region for carton"))).to_contain_text(name)
+    goto(page, "Craft regions")
+    expect(page.locator(f"input[value='{name}']")).to_be_visible()
