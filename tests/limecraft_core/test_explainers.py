@@ -35,20 +35,23 @@ def _grid(rows: int, cols: int) -> np.ndarray:
 
 
 class PairAnd(torch.nn.Module):
-    """Class 0: 8 x mean(region a) x mean(region b), plus 0.5 x the mean of each other region:
-    regions a and b count only together (with a black fill, hiding either zeroes the product).
-    Class 1: 0."""
+    """Class 0: 8 x mean(region a) x mean(region b), plus 0.5 x the mean of each other region
+    (plus ``solo[r]`` x the mean of region r): regions a and b count only together (with a
+    black fill, hiding either zeroes the product). Class 1: 0."""
 
-    def __init__(self, labels: np.ndarray, a: int, b: int) -> None:
+    def __init__(self, labels: np.ndarray, a: int, b: int, solo: dict[int, float] | None = None):
         super().__init__()
         self.labels = torch.from_numpy(labels)
         self.a, self.b = a, b
+        self.solo = solo or {}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         k = int(self.labels.max()) + 1
         m = torch.stack([x[:, :, self.labels == r].mean(dim=(1, 2)) for r in range(k)], 1)
         rest = [r for r in range(k) if r not in (self.a, self.b)]
         score = 8.0 * m[:, self.a] * m[:, self.b] + 0.5 * m[:, rest].sum(1)
+        for r, w in self.solo.items():
+            score = score + w * m[:, r]
         return torch.stack([score, torch.zeros_like(score)], 1)
 
 
@@ -186,6 +189,36 @@ def test_the_interaction_index_flags_the_pair_that_counts_only_together():
     # Shapley splits the product between the two; occlusion gives it to each in full
     np.testing.assert_allclose(cmp.values("shapley")[[1, 4]], 4.0, rtol=1e-4)
     np.testing.assert_allclose(cmp.values("occlusion")[[1, 4]], 8.0, rtol=1e-4)
+
+
+def test_merging_the_interacting_pair_raises_the_agreement():
+    """8 x a x b + 5.5 x c (5 and its 0.5): occlusion gives a and b 8 each, above c; Shapley
+    splits the product (4 each), below c. Merged, a and b are one region worth 8 to every
+    method, and the interaction that made them disagree is gone."""
+    img = np.ones((SIZE, SIZE, 3), np.float32)
+    labels = _grid(2, 3)
+    methods = ("shapley", "kernelshap", "occlusion", "lime")
+    cfg = _raw(fill="black", samples=300)
+    before = compare_explainers(
+        img, PairAnd(labels, 1, 4, {2: 5.0}), labels, methods, config=cfg, k=1
+    )
+    assert before.agreement.sentence == (
+        "Shapley, KernelSHAP and LIME agree on the top 1 and their signs; occlusion puts "
+        "region 1 first."
+    )
+    i, j = np.unravel_index(np.argmax(before.interactions), before.interactions.shape)
+    assert {int(i), int(j)} == {1, 4}
+    merged = np.where(labels == 4, 1, labels)
+    merged = np.unique(merged, return_inverse=True)[1].reshape(labels.shape)  # ids 0..4
+    after = compare_explainers(
+        img, PairAnd(labels, 1, 4, {2: 5.0}), merged, methods, config=cfg, k=1
+    )
+    assert (
+        after.agreement.sentence
+        == "All 4 methods agree on the top 1 and their signs (region 1 first)."
+    )
+    fa = lambda c: np.mean([p.feature for p in c.agreement.pairs])  # noqa: E731
+    assert fa(after) == 1.0 > fa(before)
 
 
 def test_kernelshap_agrees_with_captums_kernelshap():
