@@ -9,7 +9,8 @@ exact Shapley they cost nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +76,13 @@ def _methods(methods: Sequence[str | Explainer]) -> list[Explainer]:
     return out
 
 
-def _check(e: Explainer, a: Attribution, k: int) -> Attribution:
+def _attribute(
+    e: Explainer, shared: Scored, masks: np.ndarray | None, y: np.ndarray | None
+) -> Attribution:
+    """``e``'s attribution from the shared sample and its own block, checked: K finite values."""
+    scored = shared if masks is None else dataclasses.replace(shared, own_masks=masks, own_y=y)
+    a = e.attribute(scored)
+    k = shared.k
     v = np.asarray(a.values, dtype=np.float64)
     if v.shape != (k,) or not np.isfinite(v).all():
         raise LimecraftError(f"explainer {e.name!r} must give {k} finite values, got {v.shape}")
@@ -92,6 +99,8 @@ def compare_explainers(
     target: int | None = None,
     k: int = 3,
     region_names: Sequence[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
 ) -> Comparison:
     """Explain one class with several methods over the same regions, and compare them.
 
@@ -107,6 +116,8 @@ def compare_explainers(
     target : int, optional; the class to explain (default: the config's, else the top class)
     k : int, the top regions the agreement compares (at most K)
     region_names : K names for the agreement's sentence, optional
+    progress, cancel : callable(done, total) after each model batch; callable() -> bool that
+        stops with ``Cancelled`` when True (as for :func:`explain`)
 
     Returns
     -------
@@ -130,18 +141,18 @@ def compare_explainers(
     # before any model pass
     own = {e.name: e.own_masks(kk, n, seed) for e in chosen if e.own_masks is not None}
     main = _stages.plan_samples(kk, cfg).main
-    y, tgt, passes = _score(img, regs, scorer, cfg, [main.masks, *own.values()])
-    shared = dict(
-        masks=main.masks, y=y[0], weights=main.weights, p=main.p,
+    y, tgt, passes = _score(img, regs, scorer, cfg, [main.masks, *own.values()], progress, cancel)
+    shared = Scored(
+        masks=main.masks,
+        y=y[0],
+        weights=main.weights,
+        p=main.p,
         lime_weights=_stages.sample_weights(main, make_kernel(cfg.surrogate.kernel_width)),
         ridge_alpha=cfg.surrogate.ridge_alpha,
-    )  # fmt: skip
+        own_masks=np.zeros((0, kk), bool),
+    )
     own_y = dict(zip(own, y[1:], strict=True))
-    attributions = tuple(
-        _check(e, e.attribute(Scored(**shared, own_masks=own.get(e.name, np.zeros((0, kk), bool)),
-                                     own_y=own_y.get(e.name, np.zeros(0)))), kk)
-        for e in chosen
-    )  # fmt: skip
+    attributions = tuple(_attribute(e, shared, own.get(e.name), own_y.get(e.name)) for e in chosen)
     names = region_names if region_names is not None else [f"region {i}" for i in range(kk)]
     agree = agreement(
         {e.title: a.values for e, a in zip(chosen, attributions, strict=True)}, min(k, kk), names
@@ -159,12 +170,18 @@ def compare_explainers(
 
 
 def _score(
-    img: np.ndarray, regs: Regions, scorer: Any, cfg: ExplainConfig, blocks: list[np.ndarray]
+    img: np.ndarray,
+    regs: Regions,
+    scorer: Any,
+    cfg: ExplainConfig,
+    blocks: list[np.ndarray],
+    progress: Callable[[int, int], None] | None,
+    cancel: Callable[[], bool] | None,
 ) -> tuple[list[np.ndarray], int, int]:
     """Every block scored in one call (each distinct mask once): the explained class's outputs
     per block, the class, and the model passes spent."""
     scene = _stages.prepare_scene(img, regs, scorer, cfg.fill, cfg.speed.batch_size)
-    run = _stages.Runner(scorer, scene, cfg, sum(len(b) for b in blocks), None, None)
+    run = _stages.Runner(scorer, scene, cfg, sum(len(b) for b in blocks), progress, cancel)
     out = run(np.concatenate(blocks))
     tgt = _stages.choose_classes(out[0], cfg)[0]
     y = out[:, tgt].double().cpu().numpy()

@@ -92,6 +92,33 @@ def test_every_entry_has_a_name_title_help_cost_and_attributes_over_the_same_reg
     assert cmp.passes == 2**6
 
 
+@pytest.mark.parametrize("name", list(EXPLAINERS))
+def test_each_entry_alone_is_reproducible_leaves_the_image_and_keeps_to_its_cost(name):
+    img, labels = _image(), _grid(2, 2)
+    before = img.copy()
+    model = LinearPixels((SIZE, SIZE))
+    cfg = _raw(samples=60, seed=1)
+    got = [compare_explainers(img, model, labels, (name,), config=cfg) for _ in range(2)]
+    np.testing.assert_array_equal(got[0].values(name), got[1].values(name))
+    np.testing.assert_array_equal(img, before)
+    assert got[0].passes <= 60 + EXPLAINERS[name].passes(4, 60)
+    assert got[0].agreement.methods == (EXPLAINERS[name].title,)
+
+
+def test_progress_counts_every_pass_and_cancel_stops():
+    from limecraft_core import Cancelled
+
+    seen = []
+    img, labels, model = _image(), _grid(2, 2), LinearPixels((SIZE, SIZE))
+    cmp = compare_explainers(
+        img, model, labels, ("lime", "occlusion"), config=_raw(samples=40),
+        progress=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert seen[-1][0] == seen[-1][1] == cmp.passes
+    with pytest.raises(Cancelled):
+        compare_explainers(img, model, labels, ("lime",), cancel=lambda: True)
+
+
 def test_on_a_pixel_linear_model_every_method_recovers_the_true_contributions():
     """f is linear in the pixels, so region r's contribution is sum over r of w . (x - fill):
     exact Shapley, KernelSHAP and occlusion give it exactly (rel. error 1e-3 asked; float32
