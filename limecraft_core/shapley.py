@@ -33,9 +33,10 @@ __all__ = [
 ]
 
 #: The largest K for exact Shapley values: 2^10 = 1024 model passes, fewer than LIME's default
-#: sample of 1600. Measured with the demo model (128 x 128 px) through the engine's scoring path
-#: on this project's shared 2-core CPU: K = 10 took 0.7 s, K = 11 5 s, K = 12 19 s, against 3 s
-#: for a default explanation over 10 regions (docs/python.md, "Explainers"). A GPU affords 12.
+#: sample of 1600. Measured with the demo model (128 x 128 px) on this project's shared 2-core
+#: CPU, two runs: K = 10 took 0.7-3.7 s, K = 11 5-7.5 s, K = 12 12-19 s, against 1.2-3 s for a
+#: default explanation over 10 regions (docs/python.md, "Explainers"). Not measured on a GPU,
+#: where the issue expects about 12.
 SHAPLEY_MAX_K = 10
 
 
