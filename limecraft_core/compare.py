@@ -115,7 +115,8 @@ def compare_explainers(
         penalty, the fill and the output space, as for :func:`explain`
     target : int, optional; the class to explain (default: the config's, else the top class)
     k : int, the top regions the agreement compares (at most K)
-    region_names : K names for the agreement's sentence, optional
+    region_names : K names for the agreement's sentence, optional (default: the regions' own
+        names, else ``region 0``, ``region 1``, ...)
     progress, cancel : callable(done, total) after each model batch; callable() -> bool that
         stops with ``Cancelled`` when True (as for :func:`explain`)
 
@@ -153,7 +154,7 @@ def compare_explainers(
     )
     own_y = dict(zip(own, y[1:], strict=True))
     attributions = tuple(_attribute(e, shared, own.get(e.name), own_y.get(e.name)) for e in chosen)
-    names = region_names if region_names is not None else [f"region {i}" for i in range(kk)]
+    names = region_names or [n or f"region {i}" for i, n in enumerate(regs.names or [""] * kk)]
     agree = agreement(
         {e.title: a.values for e, a in zip(chosen, attributions, strict=True)}, min(k, kk), names
     )

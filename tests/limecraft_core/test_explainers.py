@@ -115,6 +115,11 @@ def test_progress_counts_every_pass_and_cancel_stops():
         progress=lambda done, total: seen.append((done, total)),
     )  # fmt: skip
     assert seen[-1][0] == seen[-1][1] == cmp.passes
+    named = compare_explainers(
+        img, model, labels, ("lime",), config=_raw(samples=40), k=1,
+        region_names=["sky", "dog", "grass", "tag"],
+    )  # fmt: skip
+    assert named.agreement.sentence.endswith("first.") and "region" not in named.agreement.sentence
     with pytest.raises(Cancelled):
         compare_explainers(img, model, labels, ("lime",), cancel=lambda: True)
 
