@@ -21,8 +21,11 @@ from ._validate import MIN_SIDE as MIN_SIDE
 from ._validate import Cancelled as Cancelled
 from ._validate import LimecraftError as LimecraftError
 from ._validate import ModelError as ModelError
+from .agreement import Agreement as Agreement
 from .classifier import Classifier as Classifier
 from .classifier import resolve_device as resolve_device
+from .compare import Comparison as Comparison
+from .compare import compare_explainers as compare_explainers
 from .config import ExplainConfig as ExplainConfig
 from .edits import EDIT_FILLS as EDIT_FILLS
 from .edits import EDIT_KINDS as EDIT_KINDS
@@ -41,6 +44,10 @@ from .edits import watermark_mask as watermark_mask
 from .explain import OUTPUT_SPACES as OUTPUT_SPACES
 from .explain import as_scorer as as_scorer
 from .explain import explain as explain
+from .explainer_table import EXPLAINERS as EXPLAINERS
+from .explainer_table import Attribution as Attribution
+from .explainer_table import Explainer as Explainer
+from .explainer_table import Scored as Scored
 from .fill_table import FILLS as FILLS
 from .fill_table import Fill as Fill
 from .limits import SCHEMES as SCHEMES
@@ -82,6 +89,8 @@ from .render import weight_overlay as weight_overlay
 from .result import Explanation as Explanation
 from .result import RunInfo as RunInfo
 from .scorer import Scorer as Scorer
+from .shapley import SHAPLEY_MAX_K as SHAPLEY_MAX_K
+from .shapley import shapley_interactions as shapley_interactions
 from .surrogate import SurrogateFit as SurrogateFit
 from .surrogate import cosine_distance as cosine_distance
 from .surrogate import exponential_kernel as exponential_kernel
