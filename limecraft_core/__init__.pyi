@@ -24,8 +24,8 @@ from ._validate import ModelError as ModelError
 from .agreement import Agreement as Agreement
 from .classifier import Classifier as Classifier
 from .classifier import resolve_device as resolve_device
-from .compare import Comparison as Comparison
 from .compare import compare_explainers as compare_explainers
+from .comparison import Comparison as Comparison
 from .config import ExplainConfig as ExplainConfig
 from .edits import EDIT_FILLS as EDIT_FILLS
 from .edits import EDIT_KINDS as EDIT_KINDS

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import _stages
 from ._validate import LimecraftError, as_float_image
-from .agreement import Agreement, agreement
+from .agreement import agreement
+from .comparison import Comparison
 from .config import ExplainConfig
 from .explain import as_scorer
 from .explainer_table import Attribution, Explainer, Scored, explainer_of
@@ -29,40 +29,6 @@ from .surrogate import make_kernel
 __all__ = ["Comparison", "compare_explainers"]
 
 DEFAULT_METHODS = ("lime", "kernelshap", "occlusion", "rise")
-
-
-@dataclass(frozen=True, eq=False)
-class Comparison:
-    """Several explainers' attributions over the same regions, and whether they agree.
-
-    Attributes
-    ----------
-    target : int, the explained class
-    label : str, its name
-    attributions : tuple of Attribution, one per method, in the order asked
-    agreement : Agreement over the methods' titles
-    interactions : (K, K) float64 ndarray of pairwise Shapley interaction indices, from the
-        exact table when ``shapley`` ran, else None
-    passes : int, model passes spent (each distinct mask once)
-    n_regions : int, K
-    """
-
-    target: int
-    label: str
-    attributions: tuple[Attribution, ...]
-    agreement: Agreement
-    interactions: np.ndarray | None
-    passes: int
-    n_regions: int
-
-    def values(self, method: str) -> np.ndarray:
-        """(K,) the attribution of ``method`` (its name in the table)."""
-        for a in self.attributions:
-            if a.method == method:
-                return a.values
-        raise LimecraftError(
-            f"no {method!r} in this comparison: {[a.method for a in self.attributions]}"
-        )
 
 
 def _methods(methods: Sequence[str | Explainer]) -> list[Explainer]:

@@ -21,6 +21,7 @@ import numpy as np
 from . import __version__
 from ._validate import LimecraftError
 from .codecs.schema import check, read_json
+from .comparison import Comparison
 from .config import ExplainConfig
 from .regions.types import check_origin, origin_of_key
 from .result_file import (
@@ -84,6 +85,8 @@ class Explanation:
     timings : dict of seconds
     versions : dict of package versions
     trust : TrustResults, the trust checks that ran, each a typed result; see ``limecraft_core.trust``
+    explainers : Comparison or None, several explainers over these regions for the target
+        (:func:`~limecraft_core.compare_explainers`), when they were asked for
     """
 
     config: ExplainConfig
@@ -106,6 +109,7 @@ class Explanation:
     versions: dict[str, str] = field(default_factory=dict)
     trust: TrustResults = field(default_factory=TrustResults)
     region_origins: tuple[str, ...] = ()
+    explainers: Comparison | None = None
 
     def __post_init__(self) -> None:
         origins = self.region_origins or tuple(map(origin_of_key, self.region_keys))
@@ -225,6 +229,8 @@ class Explanation:
             "versions": self.versions,
             **self.trust.to_dict(),
         }
+        if self.explainers is not None:
+            d["explainers"] = self.explainers.to_dict()
         if include_segments:
             d["segments"] = encode_array(self.segments.astype(np.int32))
         return d
@@ -282,4 +288,5 @@ class Explanation:
             timings=dict(doc.timings),
             versions=dict(doc.versions),
             trust=doc.trust,
+            explainers=None if doc.explainers is None else doc.explainers.comparison(k),
         )

@@ -20,10 +20,13 @@ import numpy as np
 from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 
 from ._validate import MAX_PIXELS, LimecraftError
+from .agreement import Agreement, PairAgreement
 from .codecs.npz import encode_npz, is_map, load_npz, npz_members
 from .codecs.schema import Bad, Schema, fixed
+from .comparison import Comparison
 from .config import ExplainConfig
 from .config import fields as setting_fields
+from .explainer_table import Attribution
 from .regions.types import check_origin
 from .trust import TrustResults
 
@@ -269,6 +272,112 @@ class _Top(Schema):
     score: Number
 
 
+def _numbers(v: Any, k: int | None, what: str, nullable: bool = False) -> np.ndarray:
+    """A list of ``k`` numbers (``nullable``: null is NaN), finite unless null."""
+    if not isinstance(v, list) or (k is not None and len(v) != k):
+        raise Bad(f"{what} must be a list of {k} numbers")
+    if nullable:
+        v = [np.nan if x is None else x for x in v]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise Bad(f"{what} must hold numbers only")
+    a = np.asarray(v, dtype=np.float64)
+    if not nullable and not np.isfinite(a).all():
+        raise Bad(f"{what} must be finite numbers")
+    return a
+
+
+def _values(v: Any, info: ValidationInfo) -> np.ndarray:
+    return _numbers(v, info.context.get("k"), "{loc}")
+
+
+def _region_ids(v: Any, info: ValidationInfo) -> tuple[int, ...]:
+    k = info.context.get("k") or 0
+    if not isinstance(v, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) and 0 <= x < k for x in v
+    ):
+        raise Bad(f"{{loc}} must list region ids in [0, {k})")
+    return tuple(v)
+
+
+def _interactions(v: Any, info: ValidationInfo) -> np.ndarray | None:
+    if v is None:
+        return None
+    k = info.context.get("k")
+    if not isinstance(v, list) or (k is not None and len(v) != k):
+        raise Bad(f"{{loc}} must be null or {k} rows of {k} numbers")
+    return np.stack([_numbers(row, k, "{loc}", nullable=True) for row in v]) if v else None
+
+
+def _share(v: Any) -> float:
+    x = _num(v)
+    if not 0.0 <= x <= 1.0:
+        raise Bad("{loc} must be a share in [0, 1]")
+    return x
+
+
+def _some_methods(v: Any) -> Any:
+    if not isinstance(v, dict) or not v:
+        raise Bad("explainers.methods must be a non-empty object")
+    return v
+
+
+Share = Annotated[float, BeforeValidator(_share)]
+
+
+class _Method(Schema):
+    title: Text
+    values: Annotated[np.ndarray, BeforeValidator(_values)]
+    note: Text = ""
+
+
+class _Pair(Schema):
+    a: Text
+    b: Text
+    feature: Share
+    rank: Share
+    sign: Share
+    signed_rank: Share
+    spearman: Annotated[float, BeforeValidator(lambda v: np.nan if v is None else _num(v))]
+
+
+class _Agreement(Schema):
+    k: Annotated[int, BeforeValidator(_class_index)]
+    pairs: list[_Pair]
+    spread: Annotated[np.ndarray, BeforeValidator(_values)]
+    disagreeing: Annotated[tuple, BeforeValidator(_region_ids)]
+    sentence: Text
+
+
+class _Explainers(Schema):
+    """The ``explainers`` block: several methods over the explanation's regions (optional)."""
+
+    target: ClassIndex
+    label: Text
+    passes: Annotated[int, BeforeValidator(_class_index)] = 0
+    methods: Annotated[dict[str, _Method], BeforeValidator(_some_methods)]
+    agreement: _Agreement
+    interactions: Annotated[np.ndarray | None, BeforeValidator(_interactions)] = None
+
+    def comparison(self, k: int) -> Comparison:
+        ag = self.agreement
+        return Comparison(
+            target=self.target,
+            label=self.label,
+            attributions=tuple(Attribution(n, m.values, m.note) for n, m in self.methods.items()),
+            agreement=Agreement(
+                k=ag.k,
+                methods=tuple(m.title for m in self.methods.values()),
+                pairs=tuple(PairAgreement(**p.model_dump()) for p in ag.pairs),
+                spread=ag.spread,
+                disagreeing=ag.disagreeing,
+                sentence=ag.sentence,
+            ),
+            interactions=self.interactions,
+            passes=self.passes,
+            n_regions=k,
+        )
+
+
 class ExplanationDoc(Schema):
     """An explanation file (version 2, or version 1's flat settings)."""
 
@@ -286,6 +395,7 @@ class ExplanationDoc(Schema):
     timings: Annotated[dict, _table(_num)] = Field(default_factory=dict)
     versions: Annotated[dict, _table(_text)] = Field(default_factory=dict)
     trust: Annotated[TrustResults, BeforeValidator(_trust)]
+    explainers: _Explainers | None = None
 
     @model_validator(mode="before")
     @classmethod
