@@ -17,6 +17,7 @@ from models import formats
 
 __all__ = [
     "PROG",
+    "add_explainers_option",
     "add_model_options",
     "add_propose_option",
     "add_settings",
@@ -203,4 +204,37 @@ def add_propose_option(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="NAME",
         help=f"regions proposed by a detector, {what}, named as proposed; repeatable. "
         f"{listed}. The text detector needs `pip install rapidocr-onnxruntime==1.4.4`",
+    )
+
+
+def _explainer_names(s: str) -> tuple[str, ...]:
+    """argparse type for ``--explainers``: a comma list of the table's names, each once."""
+    from limecraft_core.explainer_table import explainer_of
+
+    names = tuple(n.strip() for n in s.split(",") if n.strip())
+    try:
+        if not names:
+            raise LimecraftError("--explainers needs at least one name")
+        for n in names:
+            explainer_of(n)
+    except LimecraftError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"--explainers names each method once, got {s!r}")
+    return names
+
+
+def add_explainers_option(parser: argparse.ArgumentParser) -> None:
+    """``--explainers lime,kernelshap,...``: methods of the engine's table of explainers, run
+    over the explanation's own regions. An option of ``explain`` only, not a setting."""
+    from limecraft_core.explainer_table import EXPLAINERS
+
+    listed = "; ".join(f"{n}: {e.help} (passes: {e.cost})" for n, e in EXPLAINERS.items())
+    parser.add_argument(
+        "--explainers",
+        type=_explainer_names,
+        metavar="NAMES",
+        help="a comma list of explainers compared over the explanation's own regions, for its "
+        "target, with the same settings: a line per method and whether they agree are printed "
+        f"and explanation.json gets an 'explainers' block. {listed}",
     )

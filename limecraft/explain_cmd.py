@@ -13,6 +13,7 @@ import numpy as np
 from limecraft_core._validate import LimecraftError
 
 from .args import (
+    add_explainers_option,
     add_model_options,
     add_propose_option,
     add_settings,
@@ -22,7 +23,7 @@ from .args import (
     positive_int,
     settings_from_args,
 )
-from .printing import print_summary
+from .printing import print_explainers, print_summary
 
 __all__ = ["cmd_explain", "explain_args"]
 
@@ -49,6 +50,7 @@ def explain_args(e: argparse.ArgumentParser) -> None:
         default=5,
         help="regions tinted in overlay.png on each side: k for and k against (default: 5)",
     )
+    add_explainers_option(e)
     add_settings(e)
     e.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -134,6 +136,8 @@ def cmd_explain(a: argparse.Namespace) -> int:
         config=config,
         progress=_progress_printer(a.quiet),
     )
+    if a.explainers:
+        result = _with_explainers(image, model, result, a.explainers, a.quiet)
     doc = result.to_dict()
     doc["inputs"] = {
         "image_file": a.image,
@@ -152,9 +156,34 @@ def cmd_explain(a: argparse.Namespace) -> int:
     files[2].write_bytes(encode_png(render.explanation_overlay(image, result, a.top_k)))
     if not a.quiet:
         print_summary(result, config.targets.output_space, a.top_k, expected_mask)
+        if result.explainers is not None:
+            print_explainers(result)
         for f in files:
             print(f"wrote {f}")
     return 0
+
+
+def _with_explainers(image: np.ndarray, model, result, methods: Sequence[str], quiet: bool):
+    """``result`` carrying the explainers ``methods`` over its own regions (same settings,
+    same target), named as the summary names them."""
+    import dataclasses
+
+    from limecraft_core.compare import compare_explainers
+
+    from .printing import region_label
+
+    names = [region_label(result, r) for r in range(result.n_regions)]
+    cmp = compare_explainers(
+        image,
+        model,
+        result.segments,
+        methods,
+        config=result.config,
+        target=result.target,
+        region_names=names,
+        progress=_progress_printer(quiet),
+    )
+    return dataclasses.replace(result, explainers=cmp)
 
 
 def _warn_label_count(path: str, names: Sequence[str], scores: int) -> None:

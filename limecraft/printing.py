@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["localisation_sentence", "print_summary", "print_trust", "region_label"]
+__all__ = [
+    "localisation_sentence",
+    "print_explainers",
+    "print_summary",
+    "print_trust",
+    "region_label",
+]
 
 
 def region_label(result: Any, k: int) -> str:
@@ -199,3 +205,24 @@ def localisation_sentence(result: Any, loc: Any, area: np.ndarray | None = None)
             " (draw it as a region with --regions-mask for a closer measure)"
         )
     return text
+
+
+def print_explainers(result: Any) -> None:
+    """The explainers over the same regions: a line per method (its top regions, largest
+    |value| first, with their values on the method's own scale), then the agreement."""
+    from limecraft_core.agreement import top_k
+
+    c = result.explainers
+    ag = c.agreement
+    label = json.dumps(c.label, ensure_ascii=False)
+    print(
+        f"explainers over the same {c.n_regions} regions for {label}: methods={len(ag.methods)}; "
+        f"model passes={c.passes}; top {ag.k} regions by |value| (each on its own scale):"
+    )
+    for a, title in zip(c.attributions, ag.methods, strict=True):
+        top = top_k(a.values, ag.k)
+        print(
+            f"  {title}: "
+            + "; ".join(f"{region_label(result, int(r))}={a.values[r]:+.4f}" for r in top)
+        )
+    print(f"agreement: {ag.sentence}")
