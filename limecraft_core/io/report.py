@@ -35,6 +35,7 @@ from ._report_checks import (
     _settings,
     _summary,
 )
+from ._report_explainers import _explainers
 from ._report_figures import MIN_SIDE_PX, _figures, _given_figures, _Picture, _picture
 from ._report_inspection import ReportPasted, ReportTransplant, _comparison, _transplant
 
@@ -176,9 +177,9 @@ def html_report(
     opened), readable on screen and printable on A4.
 
     In order: the conclusion in one sentence, large pictures with legends, the trust checks,
-    LIME versus LIMEcraft, the region pasted into other images, the edits (before and after,
-    with the prediction changes), the top regions and the changed settings (each in full,
-    folded), timings and versions.
+    LIME versus LIMEcraft, the explainers side by side (when the explanation carries them), the
+    region pasted into other images, the edits (before and after, with the prediction changes),
+    the top regions and the changed settings (in full, folded), timings and versions.
 
     Parameters
     ----------
@@ -207,8 +208,7 @@ def html_report(
     ex = explanation
     image = _explained_image(image, ex)
     trust_checks, trust_run, metrics = _trust_page(ex, trust)
-    regions = _regions(ex)
-    settings = _settings(ex, defaults)
+    regions, settings = _regions(ex), _settings(ex, defaults)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -226,6 +226,7 @@ def html_report(
             metrics=metrics,
             edits=_edits(edits),
             comparison=_comparison(image, ex, comparison),
+            explainers=_explainers(image, ex),
             transplant=_transplant(transplant),
             top_regions=regions[:TOP_REGIONS],
             regions=regions,

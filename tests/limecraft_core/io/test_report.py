@@ -536,3 +536,28 @@ def test_report_sets_lime_beside_limecraft_for_the_same_class(tagged):
         html_report(image=image, explanation=res, comparison=explain(
             image[:24], TagModel(), segmentation="grid", n_segments=4, samples=20
         ))  # fmt: skip
+
+
+def test_the_explainers_side_by_side_when_the_explanation_carries_them(tagged):
+    """One overlay per method on one stated scale, the agreement table (pairs x FA, RA, SA,
+    SRA, Spearman) and the sentence; no section without the block, also after a reload."""
+    from limecraft_core import Explanation, compare_explainers
+
+    image, ex = tagged
+    methods = ("lime", "kernelshap", "shapley", "occlusion")
+    cmp = compare_explainers(
+        image, TagModel(), ex.segments, methods, config=ex.config, target=ex.target
+    )
+    with_block = Explanation.from_json(dataclasses.replace(ex, explainers=cmp).to_json())
+    assert 'id="explainers"' not in html_report(image=image, explanation=ex)
+    page = section(html_report(image=image, explanation=with_block), "explainers")
+    assert len(images(page)) == len(methods)
+    said = text(page)
+    assert said.startswith("Explainers side by side 4 methods over the same 2 regions")
+    assert cmp.agreement.sentence in said
+    assert "divided by its own largest |value|" in said
+    header = re.search(r"<thead>(.*?)</thead>", page, re.S).group(1)
+    assert text(header) == "pair (top 2) FA RA SA SRA Spearman"
+    rows = re.findall(r"<tr><td>(.*?)</tr>", page, re.S)
+    assert len(rows) == len(methods) * (len(methods) - 1) // 2
+    assert text(rows[0]).startswith("LIME · KernelSHAP 1.00")
