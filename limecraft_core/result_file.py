@@ -162,21 +162,25 @@ def _some_classes(v: Any) -> Any:
     return v
 
 
+def _numbers(v: Any, k: int | None, what: str, nullable: bool = False) -> np.ndarray:
+    """A list of ``k`` numbers (``nullable``: null is NaN), finite unless null."""
+    if not isinstance(v, list) or (k is not None and len(v) != k):
+        raise Bad(f"{what} must be a list of {k} numbers")
+    if nullable:
+        v = [np.nan if x is None else x for x in v]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise Bad(f"{what} must hold numbers only")
+    a = np.asarray(v, dtype=np.float64)
+    if not nullable and not np.isfinite(a).all():
+        raise Bad(f"{what} must be {k} finite numbers")
+    return a
+
+
 def _vec(nullable: bool = False) -> BeforeValidator:
     """A list of K numbers (``nullable``: null is NaN)."""
 
     def ok(v: Any, info: ValidationInfo) -> np.ndarray:
-        k, key = info.context.get("k"), info.field_name
-        if not isinstance(v, list) or (k is not None and len(v) != k):
-            raise Bad(f"classes[].{key} must be a list of {k} numbers")
-        if nullable:
-            v = [np.nan if x is None else x for x in v]
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-            raise Bad(f"classes[].{key} must hold numbers only")
-        a = np.asarray(v, dtype=np.float64)
-        if not nullable and not np.isfinite(a).all():
-            raise Bad(f"classes[].{key} must be {k} finite numbers")
-        return a
+        return _numbers(v, info.context.get("k"), f"classes[].{info.field_name}", nullable)
 
     return BeforeValidator(ok)
 
@@ -270,20 +274,6 @@ class _Top(Schema):
     index: ClassIndex
     label: Text
     score: Number
-
-
-def _numbers(v: Any, k: int | None, what: str, nullable: bool = False) -> np.ndarray:
-    """A list of ``k`` numbers (``nullable``: null is NaN), finite unless null."""
-    if not isinstance(v, list) or (k is not None and len(v) != k):
-        raise Bad(f"{what} must be a list of {k} numbers")
-    if nullable:
-        v = [np.nan if x is None else x for x in v]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-        raise Bad(f"{what} must hold numbers only")
-    a = np.asarray(v, dtype=np.float64)
-    if not nullable and not np.isfinite(a).all():
-        raise Bad(f"{what} must be finite numbers")
-    return a
 
 
 def _values(v: Any, info: ValidationInfo) -> np.ndarray:
