@@ -61,7 +61,7 @@ MIN_PIXELS = 16
 #: Pixels each detected text box is grown by on every side before boxes are joined.
 TEXT_GROW = 2
 #: The detector's working size: the shorter side is brought up to this (small images) ...
-WORK_MIN_SIDE = 448
+WORK_MIN_SIDE = 576
 #: ... and the longer side down to at most this (huge images), keeping the aspect ratio.
 WORK_MAX_SIDE = 1024
 #: The pip command that installs the detector (its wheel needs Python < 3.13).

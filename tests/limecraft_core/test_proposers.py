@@ -85,8 +85,8 @@ def test_a_huge_image_is_searched_at_the_working_size(marked, detector):
 
 
 def test_working_size_brings_small_images_up_and_huge_ones_down():
-    assert P.working_size(224, 224) == (448, 448)
-    assert P.working_size(8, 8) == (448, 448)
+    assert P.working_size(224, 224) == (576, 576)
+    assert P.working_size(8, 8) == (576, 576)
     assert P.working_size(1024, 1024) == (1024, 1024)
     assert P.working_size(600, 800) == (600, 800)
 
