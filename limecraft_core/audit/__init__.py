@@ -35,7 +35,8 @@ The rooms: :mod:`.rows` (one image's row, the flags, the audit's settings), :mod
 from __future__ import annotations
 
 from ..config import AUDIT_DEFAULTS
-from .findings import ClassSummary, Findings, findings, sort_rows
+from .findings import NO_FINDING, ClassSummary, Finding, Findings, discover, findings, sort_rows
+from .regions import REGION_GRID, RegionDescriptor, describe_regions
 from .rows import (
     DEPENDENCE,
     FLAG_TEXT,
@@ -54,14 +55,20 @@ __all__ = [
     "DEPENDENCE",
     "FLAG_TEXT",
     "MAP_GRID",
+    "NO_FINDING",
+    "REGION_GRID",
     "AuditInput",
     "AuditItem",
     "AuditOutcome",
     "AuditRow",
     "ClassSummary",
+    "Finding",
     "Findings",
+    "RegionDescriptor",
     "audit_config",
     "audit_row",
+    "describe_regions",
+    "discover",
     "error_row",
     "findings",
     "location_grid",
