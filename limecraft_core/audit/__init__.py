@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from ..config import AUDIT_DEFAULTS
 from .findings import NO_FINDING, ClassSummary, Finding, Findings, discover, findings, sort_rows
+from .proof import REMOVAL_MARGIN, Proof, prove
 from .regions import REGION_GRID, RegionDescriptor, describe_regions
 from .rows import (
     DEPENDENCE,
@@ -57,6 +58,7 @@ __all__ = [
     "MAP_GRID",
     "NO_FINDING",
     "REGION_GRID",
+    "REMOVAL_MARGIN",
     "AuditInput",
     "AuditItem",
     "AuditOutcome",
@@ -64,6 +66,7 @@ __all__ = [
     "ClassSummary",
     "Finding",
     "Findings",
+    "Proof",
     "RegionDescriptor",
     "audit_config",
     "audit_row",
@@ -72,6 +75,7 @@ __all__ = [
     "error_row",
     "findings",
     "location_grid",
+    "prove",
     "run_audit",
     "sort_rows",
     "touches_border",
