@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .grouping import PLACE_DISTANCE, group_regions, similarity, view_distances
+from .grouping import PLACE_DISTANCE, group_regions, similarities, view_distances
 from .regions import REGION_GRID, RegionDescriptor
 from .rows import DEPENDENCE, AuditRow
 
@@ -373,9 +373,8 @@ def _finding(
     freq = np.mean([d.grid_mask() for d in descs], axis=0)
     mask = freq >= 0.5 if (freq >= 0.5).any() else medoid[1].grid_mask()
     views = "place and look" if kind == "outside" else kind
-    likeness = {
-        r.key: max((similarity(d, medoid[1], views) for d in r.regions), default=0.0) for r in ok
-    }
+    sims = iter(similarities([d for r in ok for d in r.regions], medoid[1], views))
+    likeness = {r.key: max((float(next(sims)) for _ in r.regions), default=0.0) for r in ok}
     others = sorted(
         (r.key for r, _ in members if r.key != medoid[0].key), key=lambda k: -likeness[k]
     )

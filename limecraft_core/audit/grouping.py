@@ -168,9 +168,14 @@ def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
     return tuple(sorted(out, key=lambda g: -len(g.members)))
 
 
-def similarity(d: RegionDescriptor, medoid: RegionDescriptor, kind: str) -> float:
-    """How much a region is like a group's medoid in the group's own view(s), in (0, 1]:
-    ``exp(-distance)``, the distance at 1 on the grouping threshold (no threshold is applied)."""
+def similarities(
+    descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str
+) -> np.ndarray:
+    """(n,) float ndarray in (0, 1]: how much each region is like a group's medoid in the group's
+    own view(s), ``exp(-distance)`` with the distance at 1 on the grouping threshold (no
+    threshold is applied)."""
+    if not descs:
+        return np.zeros(0)
     views = [v for v in VIEWS if v in kind]
-    ds = [float(view_distances([d, medoid], v)[0, 1]) for v in views]
-    return float(math.exp(-float(np.mean(ds))))
+    d = np.mean([view_distances([medoid, *descs], v)[0, 1:] for v in views], axis=0)
+    return np.exp(-d)
