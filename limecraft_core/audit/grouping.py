@@ -5,9 +5,9 @@ average-linkage :class:`~sklearn.cluster.AgglomerativeClustering` on precomputed
 
 - **by place**: the Jaccard distance (1 - IoU) of the regions' masks in normalised coordinates,
   divided by ``PLACE_DISTANCE`` (0.5: regions that overlap by half are one place);
-- **by look**: the Euclidean distance of their colour and texture statistics, colour in units of
-  ``LAB_UNIT`` (a CIE Lab difference of 10, a clearly visible one) and the lightness gradient in
-  units of ``GRAD_UNIT``, divided by ``LOOK_DISTANCE``;
+- **by look**: the Euclidean distance of their key colours (the Lab mean and spread of each
+  region's most chromatic pixels, :data:`~.regions.KEY_SHARE`) in units of ``LAB_UNIT`` (a CIE
+  Lab difference of 10, a clearly visible one), divided by ``LOOK_DISTANCE``;
 
 each plus ``CLASS_GAP`` when the two regions push different classes, so that regions of two
 classes are grouped only when they are very alike. Clusters merge while their mean distance is
@@ -31,7 +31,6 @@ from .rows import AuditRow
 PLACE_DISTANCE = 0.5
 LOOK_DISTANCE = 1.0
 LAB_UNIT = 10.0
-GRAD_UNIT = 0.05
 CLASS_GAP = 0.6
 MIN_IMAGES = 3
 MIN_PREVALENCE = 0.2
@@ -67,10 +66,10 @@ def region_table(rows: Sequence[AuditRow]) -> list[tuple[int, int]]:
 
 
 def look_vector(d: RegionDescriptor) -> np.ndarray:
-    """(8,) float ndarray: Lab mean and spread in ``LAB_UNIT``, gradient mean and spread in
-    ``GRAD_UNIT``."""
-    lab = np.asarray([*d.lab_mean, *d.lab_std], np.float64) / LAB_UNIT
-    return np.concatenate([lab, np.asarray([d.grad_mean, d.grad_std]) / GRAD_UNIT])
+    """(6,) float ndarray: the region's key colour (Lab mean and spread of its most chromatic
+    pixels) in ``LAB_UNIT``. The whole region's spread and gradient are kept in the row but not
+    compared: a superpixel larger than a marker mixes the marker's texture with its background's."""
+    return np.asarray([*d.key_lab, *d.key_lab_std], np.float64) / LAB_UNIT
 
 
 def view_distances(descs: Sequence[RegionDescriptor], view: str) -> np.ndarray:

@@ -26,6 +26,10 @@ TOP_REGIONS = 3
 #: A region is described only if it holds at least this share of the total |weight|.
 MIN_SHARE = 0.05
 
+#: A region's key colour: the mean Lab of this share of its pixels, the most chromatic ones. A
+#: superpixel is often larger than a small marker, so its mean colour is mostly background.
+KEY_SHARE = 0.2
+
 
 @dataclass(frozen=True)
 class RegionDescriptor:
@@ -42,6 +46,8 @@ class RegionDescriptor:
     box : (top, left, bottom, right) floats in [0, 1], normalised image coordinates
     mask : str, hex of ``np.packbits`` of its (REGION_GRID, REGION_GRID) bool mask
     lab_mean, lab_std : (L, a, b) floats, the mean and spread of its CIE Lab colour
+    key_lab, key_lab_std : (L, a, b) floats, the mean and spread of its ``KEY_SHARE`` most
+        chromatic pixels (what the grouping by look compares)
     grad_mean, grad_std : float, mean and spread of the lightness gradient (L/100 per pixel)
     """
 
@@ -55,6 +61,8 @@ class RegionDescriptor:
     mask: str
     lab_mean: tuple[float, float, float]
     lab_std: tuple[float, float, float]
+    key_lab: tuple[float, float, float]
+    key_lab_std: tuple[float, float, float]
     grad_mean: float
     grad_std: float
 
@@ -64,10 +72,10 @@ class RegionDescriptor:
 
     @property
     def colour(self) -> str:
-        """Its mean colour as ``#rrggbb``."""
+        """Its key colour as ``#rrggbb``."""
         from skimage.color import lab2rgb
 
-        rgb = lab2rgb(np.asarray(self.lab_mean, np.float64).reshape(1, 1, 3)).ravel()
+        rgb = lab2rgb(np.asarray(self.key_lab, np.float64).reshape(1, 1, 3)).ravel()
         return "#" + "".join(f"{round(255 * v):02x}" for v in np.clip(rgb, 0, 1))
 
 
@@ -144,6 +152,8 @@ def describe_regions(
             break
         region = ex.segments == r
         px = lab[region]
+        chroma = np.hypot(px[:, 1], px[:, 2])
+        key = px[chroma >= np.quantile(chroma, 1 - KEY_SHARE)]
         g = grad[region]
         out.append(
             RegionDescriptor(
@@ -157,6 +167,8 @@ def describe_regions(
                 mask=pack_mask(grid_mask(region)),
                 lab_mean=tuple(_r(v) for v in px.mean(axis=0)),  # type: ignore[arg-type]
                 lab_std=tuple(_r(v) for v in px.std(axis=0)),  # type: ignore[arg-type]
+                key_lab=tuple(_r(v) for v in key.mean(axis=0)),  # type: ignore[arg-type]
+                key_lab_std=tuple(_r(v) for v in key.std(axis=0)),  # type: ignore[arg-type]
                 grad_mean=_r(g.mean()),
                 grad_std=_r(g.std()),
             )

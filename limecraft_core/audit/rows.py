@@ -190,6 +190,8 @@ class _RegionDoc(BaseModel):
     mask: Annotated[str, Strict(), MaxLen(4096)]
     lab_mean: tuple[_F, _F, _F]
     lab_std: tuple[_F, _F, _F]
+    key_lab: tuple[_F, _F, _F]
+    key_lab_std: tuple[_F, _F, _F]
     grad_mean: _F
     grad_std: _F
 

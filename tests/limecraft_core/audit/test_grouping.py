@@ -105,6 +105,7 @@ def test_each_row_keeps_its_strongest_regions(sets):
             assert r.label == "red" and np.array_equal(top.grid_mask(), grid_mask(patch))
             assert top.box == pytest.approx((1 / 6, 1 / 6, 2 / 6, 2 / 6), abs=1e-4)
             assert top.area == pytest.approx(1 / CELLS, abs=1e-4) and top.lab_mean[1] > 50
+            assert top.key_lab == pytest.approx(top.lab_mean, abs=0.01)  # a flat patch
             assert top.grad_mean > 0 and top.colour.startswith("#e")
         else:
             assert r.label == "object"
