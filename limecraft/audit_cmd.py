@@ -242,6 +242,9 @@ def cmd_audit(a: argparse.Namespace) -> int:
 def _print_audit(found: Any, folder: Any, made: int, seconds: float, queue: Any) -> None:
     for line in found.sentences:
         print(line)
+    print(f"Across images: {found.headline}")
+    for other in found.discovered[1:]:
+        print(f"  also: {other.sentence}")
     if made:
         extra = (
             f"; {queue.forward_calls} forward passes, {queue.combined_calls} shared by "

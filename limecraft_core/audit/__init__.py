@@ -35,7 +35,9 @@ The rooms: :mod:`.rows` (one image's row, the flags, the audit's settings), :mod
 from __future__ import annotations
 
 from ..config import AUDIT_DEFAULTS
-from .findings import ClassSummary, Findings, findings, sort_rows
+from .findings import NO_FINDING, ClassSummary, Finding, Findings, discover, findings, sort_rows
+from .proof import REMOVAL_MARGIN, Proof, prove
+from .regions import REGION_GRID, RegionDescriptor, describe_regions
 from .rows import (
     DEPENDENCE,
     FLAG_TEXT,
@@ -54,17 +56,26 @@ __all__ = [
     "DEPENDENCE",
     "FLAG_TEXT",
     "MAP_GRID",
+    "NO_FINDING",
+    "REGION_GRID",
+    "REMOVAL_MARGIN",
     "AuditInput",
     "AuditItem",
     "AuditOutcome",
     "AuditRow",
     "ClassSummary",
+    "Finding",
     "Findings",
+    "Proof",
+    "RegionDescriptor",
     "audit_config",
     "audit_row",
+    "describe_regions",
+    "discover",
     "error_row",
     "findings",
     "location_grid",
+    "prove",
     "run_audit",
     "sort_rows",
     "touches_border",

@@ -1,7 +1,18 @@
 """The findings across an audit's rows, and the rows in the order to read them.
 
-The findings are plain sentences (the headline first), per-class aggregates and the location
-map's summary.
+The findings are plain sentences, per-class aggregates, the location map's summary and the
+typed :class:`Finding` values discovered across images (:mod:`.grouping`), the headline first.
+
+**A finding's risk** (ShortKit-style, stated): four indicators, each a plain test on its images:
+
+- *prevalent*: it covers at least ``PREVALENT`` (half) of the images of its main class;
+- *one place*: its regions overlap its medoid's by a mean IoU of at least ``ONE_PLACE`` (0.5);
+- *one class*: at least ``ONE_CLASS`` (80%) of its images are predicted its main class;
+- *strong*: its regions hold a median share of at least ``STRONG`` (25%) of their image's |weight|.
+
+Two or more give ``HIGH``, one ``MODERATE``, none ``LOW``. **The headline** is the finding of
+highest risk, then of highest **score**: its share of the explained images times the median
+share of |weight| its regions hold.
 """
 
 from __future__ import annotations
@@ -14,10 +25,75 @@ from typing import Any
 
 import numpy as np
 
+from .grouping import PLACE_DISTANCE, group_regions, similarities, view_distances
+from .regions import REGION_GRID, RegionDescriptor
 from .rows import DEPENDENCE, AuditRow
 
 #: The border frame of the location map's summary: this share of each side.
 FRAME = 0.1
+
+PREVALENT = 0.5
+ONE_PLACE = 0.5
+ONE_CLASS = 0.8
+STRONG = 0.25
+RISKS = ("LOW", "MODERATE", "HIGH")
+EXEMPLARS = 5
+NO_FINDING = (
+    "No finding: no group of alike strong regions covers 3 images and 20% of the explained."
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Finding:
+    """Alike strong regions across images: one thing the model may rely on.
+
+    Attributes
+    ----------
+    kind : str, how its regions are alike: ``"place"``, ``"look"``, ``"place and look"``, or
+        ``"outside"`` (with expected masks: the images whose prediction rests outside them)
+    sentence : str, the finding in plain words
+    mask : (REGION_GRID, REGION_GRID) bool ndarray, the cells at least half of its regions
+        cover (the medoid's region when none is)
+    regions : tuple of (image key, region id), its region in each of its images
+    images : int
+    coverage : float, its share of the images explained
+    classes : tuple of (label, images, share of its images), the most frequent first
+    class_coverage : float, the share of its main class's images it covers
+    medoid : str, the key of its most typical image
+    exemplars : tuple of str, up to ``EXEMPLARS`` keys, the medoid first, then the most alike
+    weight_share : float, the median share of |weight| its regions hold
+    indicators : tuple of str, the risk indicators that hold (see the module docstring)
+    risk : str, one of :data:`RISKS`
+    score : float, coverage x weight_share
+    membership : tuple of (image key, float in [0, 1]), every explained image's likeness to the
+        medoid's region (threshold-free: rank the images by it)
+    """
+
+    kind: str
+    sentence: str
+    mask: np.ndarray
+    regions: tuple[tuple[str, int], ...]
+    images: int
+    coverage: float
+    classes: tuple[tuple[str, int, float], ...]
+    class_coverage: float
+    medoid: str
+    exemplars: tuple[str, ...]
+    weight_share: float
+    indicators: tuple[str, ...]
+    risk: str
+    score: float
+    membership: tuple[tuple[str, float], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: round(v, 5) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return {
+            **d, "mask": {"grid": REGION_GRID, "cells": np.argwhere(self.mask).tolist()},
+            "regions": [{"key": k, "region": r} for k, r in self.regions],
+            "classes": [{"label": c, "images": n, "share": round(s, 5)} for c, n, s in self.classes],
+            "exemplars": list(self.exemplars), "indicators": list(self.indicators),
+            "membership": {k: round(v, 5) for k, v in self.membership},
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -69,6 +145,8 @@ class Findings:
         ``FRAME`` of each side), to compare with the frame's share of the area (``frame_area``)
     frame_area : float
     peak : str, where the location map is strongest, e.g. "top-left corner" or "centre"
+    discovered : tuple of Finding, the findings across images, the headline first
+    headline : str, the headline finding's sentence, or :data:`NO_FINDING`
     """
 
     sentences: tuple[str, ...]
@@ -82,6 +160,8 @@ class Findings:
     frame_share: float
     frame_area: float
     peak: str
+    discovered: tuple[Finding, ...] = ()
+    headline: str = NO_FINDING
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +176,8 @@ class Findings:
             "frame_share": _finite(self.frame_share),
             "frame_area": self.frame_area,
             "peak": self.peak,
+            "headline": self.headline,
+            "discovered": [f.to_dict() for f in self.discovered],
         }
 
 
@@ -250,6 +332,115 @@ def _map_sentence(frame_share: float, frame_area: float, peak: str) -> str:
     )
 
 
+_KIND_TEXT = {
+    "place": "Regions at one place",
+    "look": "Regions of one look",
+    "place and look": "Regions of one look at one place",
+    "outside": "Top regions outside the expected region",
+}
+
+
+def _where(mask: np.ndarray) -> str:
+    g = mask.shape[0]
+    y, x = np.argwhere(mask).mean(axis=0)
+    zone = lambda v: 0 if v < g / 3 else (2 if v >= g - g / 3 else 1)  # noqa: E731
+    return _ZONES[zone(y)][zone(x)]
+
+
+def _indicators(
+    members: list[tuple[AuditRow, RegionDescriptor]], medoid: RegionDescriptor,
+    ok: Sequence[AuditRow],
+) -> tuple[tuple[str, ...], str, int]:  # fmt: skip
+    """The risk indicators that hold, the main class and its images in the whole audit."""
+    main, n_main = Counter(r.label for r, _ in members).most_common(1)[0]
+    in_class = sum(r.label == main for r in ok)
+    descs = [d for _, d in members]
+    iou = 1.0 - view_distances([medoid, *descs], "place")[0, 1:] * PLACE_DISTANCE
+    tests = (
+        ("prevalent", n_main / in_class >= PREVALENT),
+        ("one place", float(np.mean(iou)) >= ONE_PLACE),
+        ("one class", n_main / len(members) >= ONE_CLASS),
+        ("strong", float(np.median([d.share for d in descs])) >= STRONG),
+    )
+    return tuple(name for name, holds in tests if holds), main, in_class
+
+
+def _finding(
+    kind: str, members: list[tuple[AuditRow, RegionDescriptor]],
+    medoid: tuple[AuditRow, RegionDescriptor], ok: Sequence[AuditRow],
+) -> Finding:  # fmt: skip
+    descs = [d for _, d in members]
+    freq = np.mean([d.grid_mask() for d in descs], axis=0)
+    mask = freq >= 0.5 if (freq >= 0.5).any() else medoid[1].grid_mask()
+    views = "place and look" if kind == "outside" else kind
+    sims = iter(similarities([d for r in ok for d in r.regions], medoid[1], views))
+    likeness = {r.key: max((float(next(sims)) for _ in r.regions), default=0.0) for r in ok}
+    others = sorted(
+        (r.key for r, _ in members if r.key != medoid[0].key), key=lambda k: -likeness[k]
+    )
+    indicators, main, in_class = _indicators(members, medoid[1], ok)
+    counts = Counter(r.label for r, _ in members).most_common()
+    share = float(np.median([d.share for d in descs]))
+    coverage = len(members) / len(ok)
+    risk = RISKS[min(len(indicators), 2)]
+    sentence = (
+        f"{_KIND_TEXT[kind]} ({medoid[1].colour}, {_where(mask)}, "
+        f"{float(np.median([d.area for d in descs])):.0%} of the image) push '{main}' in "
+        f"{len(members)} of {len(ok)} images ({counts[0][1]} of the {in_class} '{main}' images; "
+        f"median {share:.0%} of the |weight|): risk {risk}"
+        + (f" ({', '.join(indicators)})." if indicators else ".")
+    )
+    return Finding(
+        kind=kind, sentence=sentence, mask=mask,
+        regions=tuple((r.key, d.region) for r, d in members), images=len(members),
+        coverage=coverage, classes=tuple((c, n, n / len(members)) for c, n in counts),
+        class_coverage=counts[0][1] / in_class, medoid=medoid[0].key,
+        exemplars=(medoid[0].key, *others[: EXEMPLARS - 1]), weight_share=share,
+        indicators=indicators, risk=risk, score=coverage * share,
+        membership=tuple(likeness.items()),
+    )  # fmt: skip
+
+
+def _outside(ok: Sequence[AuditRow]) -> Finding | None:
+    """Today's flag with expected masks as a finding: the flagged images' top regions."""
+    members = [
+        (r, r.regions[0])
+        for r in ok
+        if "outside" in r.flags and r.regions and r.regions[0].region == r.top_region
+    ]
+    if not members:
+        return None
+    dist = view_distances([d for _, d in members], "place")
+    return _finding("outside", members, members[int(np.argmin(dist.sum(axis=1)))], ok)
+
+
+def discover(rows: Sequence[AuditRow]) -> tuple[Finding, ...]:
+    """The findings across images (:func:`~.grouping.group_regions`, and with expected masks the
+    ``outside`` flag), the headline first: highest risk, then highest score.
+
+    Parameters
+    ----------
+    rows : the audit's rows (any order); rows without regions take no part
+
+    Returns
+    -------
+    tuple of Finding; empty when there is none.
+    """
+    rows = list(rows)
+    ok = [r for r in rows if r.ok]
+
+    def pair(m: tuple[int, int]) -> tuple[AuditRow, RegionDescriptor]:
+        return rows[m[0]], rows[m[0]].regions[m[1]]
+
+    out = [
+        _finding(g.kind, [pair(m) for m in g.members], pair(g.medoid), ok)
+        for g in group_regions(rows)
+    ]
+    extra = _outside(ok)
+    out += [extra] if extra is not None else []
+    return tuple(sorted(out, key=lambda f: (-RISKS.index(f.risk), -f.score)))
+
+
 def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Findings:
     """Plain sentences, per-class aggregates and the location map of an audit.
 
@@ -267,6 +458,7 @@ def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Find
     ok = [r for r in rows if r.ok]
     errors = [r for r in rows if not r.ok]
     masked = [r for r in ok if r.has_mask]
+    found = discover(rows)
     location = np.mean(np.stack(grids), axis=0) if len(grids) else None
     frame_share, frame_area = _frame(location) if location is not None else (math.nan, 0.0)
     peak = _peak(location) if location is not None else ""
@@ -301,4 +493,6 @@ def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Find
         frame_share=frame_share,
         frame_area=frame_area,
         peak=peak,
+        discovered=found,
+        headline=found[0].sentence if found else NO_FINDING,
     )

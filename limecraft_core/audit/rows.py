@@ -14,7 +14,7 @@ from typing import Annotated, Any, get_type_hints
 
 import numpy as np
 from annotated_types import MaxLen
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict, create_model
 from pydantic_core import ErrorDetails
 
 from .._validate import LimecraftError, check_int
@@ -22,6 +22,7 @@ from ..codecs.schema import Bad, check, one_of
 from ..config import AUDIT_DEFAULTS, ExplainConfig
 from ..limits import THRESHOLDS
 from ..result import Explanation
+from .regions import TOP_REGIONS, RegionDescriptor, describe_regions, unpack_mask
 
 #: Cells on each side of the location map (normalised image coordinates).
 MAP_GRID = 64
@@ -91,6 +92,8 @@ class AuditRow:
     flags : tuple of str, keys of :data:`FLAG_TEXT`
     samples_used, model_passes : int
     seconds : float, wall time of this image's explanation
+    regions : tuple of RegionDescriptor, the strongest regions pushing the predicted class
+        (strongest first; empty on error and in rows written before they were kept)
     """
 
     file: str
@@ -121,6 +124,7 @@ class AuditRow:
     samples_used: int = 0
     model_passes: int = 0
     seconds: float = 0.0
+    regions: tuple[RegionDescriptor, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -148,6 +152,8 @@ class AuditRow:
         """Plain JSON values (NaN as None)."""
         d = asdict(self)
         d["flags"] = list(self.flags)
+        d["regions"] = [{k: list(v) if isinstance(v, tuple) else v for k, v in x.items()}
+                        for x in d["regions"]]  # fmt: skip
         return {
             k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()
         }
@@ -165,6 +171,40 @@ class AuditRow:
             raise LimecraftError("an audit row must be an object")
         doc = check(_RowDoc, d, words=_row_words)
         return cls(**{name: getattr(doc, name) for name in _RowDoc.model_fields if name in d})
+
+
+_F = Annotated[float, Strict()]
+
+
+class _RegionDoc(BaseModel):
+    """A :class:`RegionDescriptor` in a file: every field present and of its type."""
+
+    model_config = ConfigDict(extra="forbid")
+    region: Annotated[int, Strict()]
+    name: Annotated[str, Strict(), MaxLen(10_000)]
+    weight: _F
+    share: _F
+    delta: _F
+    area: _F
+    box: tuple[_F, _F, _F, _F]
+    mask: Annotated[str, Strict(), MaxLen(4096)]
+    lab_mean: tuple[_F, _F, _F]
+    lab_std: tuple[_F, _F, _F]
+    key_lab: tuple[_F, _F, _F]
+    key_lab_std: tuple[_F, _F, _F]
+    grad_mean: _F
+    grad_std: _F
+
+
+def _descriptors(v: list[_RegionDoc]) -> tuple[RegionDescriptor, ...]:
+    out = []
+    for d in v:
+        try:
+            unpack_mask(d.mask)
+        except ValueError as e:
+            raise Bad(f"an audit row's region mask is not a packed mask: {e}") from None
+        out.append(RegionDescriptor(**d.model_dump()))
+    return tuple(out)
 
 
 def _nan(v: Any) -> Any:
@@ -190,6 +230,10 @@ _KINDS: dict[Any, tuple[Any, str]] = {
     float | None: (Annotated[float | None, Strict()], "a number"),
     bool | None: (Annotated[bool | None, Strict()], "true or false"),
     tuple[str, ...]: (Annotated[list[str], Strict(), MaxLen(10)], "a list of flag names"),
+    tuple[RegionDescriptor, ...]: (
+        Annotated[list[_RegionDoc], Strict(), MaxLen(16), AfterValidator(_descriptors)],
+        "a list of region descriptors",
+    ),
 }
 _HINTS = get_type_hints(AuditRow)
 _WHAT = {f.name: _KINDS[_HINTS[f.name]][1] for f in fields(AuditRow)}
@@ -244,6 +288,7 @@ def audit_row(
     digest: str,
     has_mask: bool = False,
     seconds: float = 0.0,
+    image: np.ndarray | None = None,
 ) -> AuditRow:
     """The summary row of one image's explanation.
 
@@ -254,6 +299,8 @@ def audit_row(
     file, key, digest : as :class:`AuditRow`
     has_mask : bool, an expected mask was given (its localisation is then in ``ex``)
     seconds : float, the explanation's wall time
+    image : (H, W, 3) uint8 ndarray, optional; the image explained. With it the row keeps its
+        strongest regions (:func:`~.regions.describe_regions`), which the findings group
 
     Returns
     -------
@@ -304,6 +351,7 @@ def audit_row(
         samples_used=int(ex.run.samples_used or ex.config.sampling.samples),
         model_passes=int(ex.run.model_passes),
         seconds=float(seconds),
+        regions=() if image is None else describe_regions(image, ex, TOP_REGIONS),
     )
 
 

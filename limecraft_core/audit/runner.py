@@ -110,6 +110,7 @@ def _explain_one(
             digest=item.digest,
             has_mask=inp.expected is not None,
             seconds=time.perf_counter() - t0,
+            image=inp.image,
         )
         return AuditOutcome(item, row, inp, ex, location_grid(ex))
     except (Cancelled, KeyboardInterrupt):

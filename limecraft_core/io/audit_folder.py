@@ -67,7 +67,11 @@ __all__ = [
 FORMAT = "limecraft-audit"
 
 
-FORMAT_VERSION = 1
+#: 2: each row keeps its strongest regions (``regions``) and the findings list the findings
+#: across images (``headline``, ``discovered``). Version 1 files are still read (rows without
+#: regions). An older LIMEcraft refuses a version 2 file by its version, not by a row's field.
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
 
 
 #: The report's and the app's small pictures: at most this many px on the long side.
@@ -358,6 +362,12 @@ def _created(v: Any) -> str:
     return v
 
 
+def _version(v: Any) -> int:
+    if type(v) is not int or v not in READ_VERSIONS:
+        raise LimecraftError(f"audit.json has an unsupported format_version {v!r}")
+    return v
+
+
 def _object(v: Any) -> dict:
     return {k: x for k, x in v.items() if isinstance(k, str)} if isinstance(v, dict) else {}
 
@@ -369,9 +379,7 @@ class _AuditDoc(Schema):
     format: Annotated[
         str, fixed(FORMAT, f"audit.json is not a LIMEcraft audit (format {FORMAT} missing)")
     ] = ""
-    format_version: Annotated[
-        int, fixed(FORMAT_VERSION, "audit.json has an unsupported format_version {got}")
-    ] = 0
+    format_version: Annotated[int, BeforeValidator(_version)] = 0
     rows: Annotated[tuple[AuditRow, ...], BeforeValidator(_rows)] = ()
     settings: Annotated[ExplainConfig, BeforeValidator(_settings)] = None  # type: ignore[assignment]
     model: Annotated[dict, BeforeValidator(_object)] = None  # type: ignore[assignment]

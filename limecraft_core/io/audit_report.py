@@ -21,14 +21,15 @@ from typing import Any
 import jinja2
 
 from .. import render
-from ..audit import DEPENDENCE, FLAG_TEXT, AuditRow, Findings
+from ..audit import DEPENDENCE, FLAG_TEXT, AuditRow, Findings, RegionDescriptor
 from ..config import ExplainConfig
 from ..config import fields as setting_fields
 from .images import encode_png
 
 __all__ = ["CSV_COLUMNS", "audit_csv", "audit_html", "data_url"]
 
-#: The columns of audit.csv: every row field, then whether it is flagged and why.
+#: The columns of audit.csv: every row field, then whether it is flagged and why. The strongest
+#: regions are their ids there ("4;17;2"); their descriptors are in audit.json.
 CSV_COLUMNS: tuple[str, ...] = (*(f.name for f in fields(AuditRow)), "flagged", "reason")
 
 
@@ -38,7 +39,7 @@ def _cell(v: Any) -> Any:
     if isinstance(v, float):
         return "" if not math.isfinite(v) else f"{v:.6g}"
     if isinstance(v, tuple):
-        return ";".join(v)
+        return ";".join(str(x.region) if isinstance(x, RegionDescriptor) else x for x in v)
     if v is None:
         return ""
     if isinstance(v, str) and v[:1] in ("=", "+", "-", "@"):

@@ -175,6 +175,10 @@ def test_without_masks_the_border_and_the_location_map(mixed, tmp_path):
         lines[1].startswith("In ") and "top region touches the image border (flagged)" in lines[1]
     )
     assert any(line.startswith("Location map: the outer 10% of each side") for line in lines)
+    across = [line for line in lines if line.startswith("Across images: ")]
+    assert len(across) == 1
+    doc = json.loads((out / "audit.json").read_text())
+    assert across[0] == "Across images: " + doc["findings"]["headline"]
     doc = json.loads((out / "audit.json").read_text())
     grid = np.asarray(doc["findings"]["location_map"])
     assert grid.shape == (64, 64) and grid.max() > 0

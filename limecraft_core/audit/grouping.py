@@ -1,0 +1,180 @@
+"""The strongest regions of all images grouped across the audit, by place, by look and by class.
+
+Every ok row's :class:`~.regions.RegionDescriptor` values are grouped twice with scikit-learn's
+average-linkage :class:`~sklearn.cluster.AgglomerativeClustering` on precomputed distances:
+
+- **by place**: the Jaccard distance (1 - IoU) of the regions' masks in normalised coordinates,
+  divided by ``PLACE_DISTANCE`` (0.5: regions that overlap by half are one place);
+- **by look**: the Euclidean distance of their key colours (the Lab mean and spread of each
+  region's most chromatic pixels, :data:`~.regions.KEY_SHARE`) in units of ``LAB_UNIT`` (a CIE
+  Lab difference of 10, a clearly visible one), divided by ``LOOK_DISTANCE``;
+
+each plus ``CLASS_GAP`` when the two regions push different classes, so that regions of two
+classes are grouped only when they are very alike. Clusters merge while their mean distance is
+under 1. A group counts an image once (its strongest region in the group) and is kept when it
+holds at least ``MIN_IMAGES`` images and ``MIN_PREVALENCE`` of the images with regions. A place
+group and a look group that share at least half of their images are one group of kind
+``"place and look"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .regions import RegionDescriptor
+from .rows import AuditRow
+
+PLACE_DISTANCE = 0.5
+LOOK_DISTANCE = 1.0
+LAB_UNIT = 10.0
+CLASS_GAP = 0.6
+MIN_IMAGES = 3
+MIN_PREVALENCE = 0.2
+
+#: The two ways regions are grouped.
+VIEWS = ("place", "look")
+
+
+@dataclass(frozen=True)
+class Group:
+    """Regions of several images that are alike.
+
+    Attributes
+    ----------
+    kind : str, ``"place"``, ``"look"`` or ``"place and look"``
+    members : tuple of (row, region) int pairs, indices into the rows given and into that row's
+        ``regions``; one per image, in the rows' order
+    medoid : (row, region), the member with the least total distance to the others
+    """
+
+    kind: str
+    members: tuple[tuple[int, int], ...]
+    medoid: tuple[int, int]
+
+    @property
+    def rows(self) -> tuple[int, ...]:
+        return tuple(r for r, _ in self.members)
+
+
+def region_table(rows: Sequence[AuditRow]) -> list[tuple[int, int]]:
+    """Every (row, region) pair of the ok rows, in order."""
+    return [(i, j) for i, row in enumerate(rows) if row.ok for j in range(len(row.regions))]
+
+
+def look_vector(d: RegionDescriptor) -> np.ndarray:
+    """(6,) float ndarray: the region's key colour (Lab mean and spread of its most chromatic
+    pixels) in ``LAB_UNIT``. The whole region's spread and gradient are kept in the row but not
+    compared: a superpixel larger than a marker mixes the marker's texture with its background's."""
+    return np.asarray([*d.key_lab, *d.key_lab_std], np.float64) / LAB_UNIT
+
+
+def view_distances(descs: Sequence[RegionDescriptor], view: str) -> np.ndarray:
+    """(n, n) float ndarray: the distance of each pair in one view, 1 at the grouping threshold.
+
+    Raises
+    ------
+    ValueError
+        For a view not in :data:`VIEWS`.
+    """
+    from sklearn.metrics import pairwise_distances
+
+    if view == "place":
+        masks = np.stack([d.grid_mask().ravel() for d in descs])
+        return pairwise_distances(masks, metric="jaccard") / PLACE_DISTANCE
+    if view == "look":
+        looks = np.stack([look_vector(d) for d in descs])
+        return pairwise_distances(looks) / LOOK_DISTANCE
+    raise ValueError(f"a view is one of {', '.join(VIEWS)}, not {view!r}")
+
+
+def _clusters(dist: np.ndarray) -> np.ndarray:
+    from sklearn.cluster import AgglomerativeClustering
+
+    if len(dist) < 2:
+        return np.zeros(len(dist), int)
+    model = AgglomerativeClustering(
+        n_clusters=None, metric="precomputed", linkage="average", distance_threshold=1.0
+    )
+    return model.fit_predict(dist)
+
+
+def _group(
+    kind: str, idx: np.ndarray, table: list[tuple[int, int]], rows: Sequence[AuditRow],
+    dist: np.ndarray,
+) -> Group:  # fmt: skip
+    best: dict[int, int] = {}  # row -> the index (into table) of its strongest region here
+    for k in idx:
+        r, j = table[k]
+        if r not in best or rows[r].regions[j].weight > rows[r].regions[table[best[r]][1]].weight:
+            best[r] = int(k)
+    keep = np.asarray(sorted(best.values()), int)
+    medoid = keep[int(np.argmin(dist[np.ix_(keep, keep)].sum(axis=1)))]
+    return Group(kind, tuple(table[k] for k in keep), table[medoid])
+
+
+def _merge(a: Group, b: Group, rows: Sequence[AuditRow]) -> Group:
+    """One group of kind "place and look": every image of both, its strongest region of the two."""
+    best: dict[int, int] = {}
+    for r, j in (*a.members, *b.members):
+        if r not in best or rows[r].regions[j].weight > rows[r].regions[best[r]].weight:
+            best[r] = j
+    return Group("place and look", tuple(sorted(best.items())), a.medoid)
+
+
+def _overlap(a: Group, b: Group) -> float:
+    sa, sb = set(a.rows), set(b.rows)
+    return len(sa & sb) / len(sa | sb)
+
+
+def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
+    """The groups of alike strong regions across the rows (see the module docstring).
+
+    Parameters
+    ----------
+    rows : AuditRow sequence; error rows and rows without regions take no part
+
+    Returns
+    -------
+    tuple of Group, the largest first (then place before look); empty when none is big enough.
+    """
+    table = region_table(rows)
+    images = len({r for r, _ in table})
+    need = max(MIN_IMAGES, math.ceil(MIN_PREVALENCE * images))
+    if images < need:
+        return ()
+    descs = [rows[r].regions[j] for r, j in table]
+    labels = np.asarray([rows[r].label for r, _ in table])
+    gap = CLASS_GAP * (labels[:, None] != labels[None, :])
+    found: dict[str, list[Group]] = {}
+    for view in VIEWS:
+        dist = view_distances(descs, view) + gap
+        cl = _clusters(dist)
+        groups = [_group(view, np.flatnonzero(cl == c), table, rows, dist) for c in np.unique(cl)]
+        found[view] = [g for g in groups if len(g.members) >= need]
+    out = []
+    looks = list(found["look"])
+    for p in found["place"]:
+        twin = max(looks, key=lambda g: _overlap(p, g), default=None)
+        if twin is not None and _overlap(p, twin) >= 0.5:
+            looks.remove(twin)
+            p = _merge(p, twin, rows)
+        out.append(p)
+    out += looks
+    return tuple(sorted(out, key=lambda g: -len(g.members)))
+
+
+def similarities(
+    descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str
+) -> np.ndarray:
+    """(n,) float ndarray in (0, 1]: how much each region is like a group's medoid in the group's
+    own view(s), ``exp(-distance)`` with the distance at 1 on the grouping threshold (no
+    threshold is applied)."""
+    if not descs:
+        return np.zeros(0)
+    views = [v for v in VIEWS if v in kind]
+    d = np.mean([view_distances([medoid, *descs], v)[0, 1:] for v in views], axis=0)
+    return np.exp(-d)

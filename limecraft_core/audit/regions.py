@@ -1,0 +1,176 @@
+"""An image's strongest regions as plain values: where they are, what they look like, their weight.
+
+The audit keeps, in each image's row, a few :class:`RegionDescriptor` values: the regions with
+the largest positive weight for the predicted class (the regions that push it). Each holds its
+mask at a common size (``REGION_GRID`` x ``REGION_GRID`` cells in normalised image coordinates,
+packed as hex), its box, its share of the image's area and of the total |weight|, its weight and
+delta, and colour and texture statistics (mean and spread of its CIE Lab colour, the mean and
+spread of the lightness gradient inside it). :mod:`.grouping` groups them across images.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..result import Explanation
+
+#: Cells on each side of a region's mask in normalised image coordinates.
+REGION_GRID = 32
+
+#: How many regions of each image are described (the strongest by weight).
+TOP_REGIONS = 3
+
+#: A region is described only if it holds at least this share of the total |weight|.
+MIN_SHARE = 0.05
+
+#: A region's key colour: the mean Lab of this share of its pixels, the most chromatic ones. A
+#: superpixel is often larger than a small marker, so its mean colour is mostly background.
+KEY_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class RegionDescriptor:
+    """One strong region of one image, as plain values.
+
+    Attributes
+    ----------
+    region : int, its id in the image's label map
+    name : str, its name ("" for a superpixel)
+    weight : float, its weight for the predicted class (positive: it pushes that class)
+    share : float, its share of the total |weight|
+    delta : float, the predicted class's score change when only it is hidden
+    area : float, its share of the image's pixels
+    box : (top, left, bottom, right) floats in [0, 1], normalised image coordinates
+    mask : str, hex of ``np.packbits`` of its (REGION_GRID, REGION_GRID) bool mask
+    lab_mean, lab_std : (L, a, b) floats, the mean and spread of its CIE Lab colour
+    key_lab, key_lab_std : (L, a, b) floats, the mean and spread of its ``KEY_SHARE`` most
+        chromatic pixels (what the grouping by look compares)
+    grad_mean, grad_std : float, mean and spread of the lightness gradient (L/100 per pixel)
+    """
+
+    region: int
+    name: str
+    weight: float
+    share: float
+    delta: float
+    area: float
+    box: tuple[float, float, float, float]
+    mask: str
+    lab_mean: tuple[float, float, float]
+    lab_std: tuple[float, float, float]
+    key_lab: tuple[float, float, float]
+    key_lab_std: tuple[float, float, float]
+    grad_mean: float
+    grad_std: float
+
+    def grid_mask(self) -> np.ndarray:
+        """(REGION_GRID, REGION_GRID) bool ndarray, the region in normalised coordinates."""
+        return unpack_mask(self.mask)
+
+    @property
+    def colour(self) -> str:
+        """Its key colour as ``#rrggbb``."""
+        from skimage.color import lab2rgb
+
+        rgb = lab2rgb(np.asarray(self.key_lab, np.float64).reshape(1, 1, 3)).ravel()
+        return "#" + "".join(f"{round(255 * v):02x}" for v in np.clip(rgb, 0, 1))
+
+
+def pack_mask(mask: np.ndarray) -> str:
+    """A (REGION_GRID, REGION_GRID) bool mask as hex (256 characters at 32 x 32)."""
+    return np.packbits(np.asarray(mask, bool).ravel()).tobytes().hex()
+
+
+def unpack_mask(text: str, grid: int = REGION_GRID) -> np.ndarray:
+    """:func:`pack_mask`'s inverse: a (grid, grid) bool ndarray.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not the hex of grid * grid bits.
+    """
+    raw = bytes.fromhex(text)
+    if len(raw) * 8 != grid * grid:
+        raise ValueError(f"a region mask must be {grid * grid // 4} hex digits, got {len(text)}")
+    return np.unpackbits(np.frombuffer(raw, np.uint8)).astype(bool).reshape(grid, grid)
+
+
+def grid_mask(region: np.ndarray, grid: int = REGION_GRID) -> np.ndarray:
+    """A (H, W) bool region at ``grid`` x ``grid`` cells: a cell is in when at least half of it
+    is (and the cell holding most of the region, so that a small region is never empty)."""
+    from skimage.transform import resize
+
+    r = np.asarray(region, np.float64)
+    frac = resize(r, (grid, grid), order=1, anti_aliasing=True, mode="edge")
+    out = frac >= 0.5
+    if not out.any() and r.any():
+        out.flat[int(np.argmax(frac))] = True
+    return out
+
+
+def _box(region: np.ndarray) -> tuple[float, float, float, float]:
+    h, w = region.shape
+    ys, xs = np.nonzero(region)
+    return (ys.min() / h, xs.min() / w, (ys.max() + 1) / h, (xs.max() + 1) / w)
+
+
+def _r(x: float) -> float:
+    return round(float(x), 5) if math.isfinite(x) else 0.0
+
+
+def describe_regions(
+    image: np.ndarray, ex: Explanation, k: int = TOP_REGIONS
+) -> tuple[RegionDescriptor, ...]:
+    """The ``k`` regions with the largest positive weight for the predicted class, described.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 ndarray, the image explained (the explanation's size)
+    ex : Explanation of it
+    k : int, at most this many regions (those under ``MIN_SHARE`` of the |weight| are left out)
+
+    Returns
+    -------
+    tuple of RegionDescriptor, strongest first; empty when no region pushes the class.
+    """
+    from skimage.color import rgb2lab
+
+    w = np.asarray(ex.weights, np.float64)
+    total = float(np.abs(w).sum())
+    if total <= 0 or image.shape[:2] != ex.segments.shape:
+        return ()
+    lab = rgb2lab(np.asarray(image, np.uint8)[..., :3])
+    gy, gx = np.gradient(lab[..., 0] / 100.0)
+    grad = np.hypot(gy, gx)
+    out = []
+    for r in np.argsort(-w, kind="stable")[:k]:
+        r = int(r)
+        if w[r] <= 0 or abs(w[r]) / total < MIN_SHARE:
+            break
+        region = ex.segments == r
+        px = lab[region]
+        chroma = np.hypot(px[:, 1], px[:, 2])
+        key = px[chroma >= np.quantile(chroma, 1 - KEY_SHARE)]
+        g = grad[region]
+        out.append(
+            RegionDescriptor(
+                region=r,
+                name=str(ex.region_names[r]),
+                weight=_r(w[r]),
+                share=_r(abs(w[r]) / total),
+                delta=_r(float(ex.deltas[0, r])),
+                area=_r(region.mean()),
+                box=tuple(_r(v) for v in _box(region)),  # type: ignore[arg-type]
+                mask=pack_mask(grid_mask(region)),
+                lab_mean=tuple(_r(v) for v in px.mean(axis=0)),  # type: ignore[arg-type]
+                lab_std=tuple(_r(v) for v in px.std(axis=0)),  # type: ignore[arg-type]
+                key_lab=tuple(_r(v) for v in key.mean(axis=0)),  # type: ignore[arg-type]
+                key_lab_std=tuple(_r(v) for v in key.std(axis=0)),  # type: ignore[arg-type]
+                grad_mean=_r(g.mean()),
+                grad_std=_r(g.std()),
+            )
+        )
+    return tuple(out)
