@@ -233,7 +233,7 @@ def demo_walkthrough(s: A.Analysis) -> None:
 
 
 #: How a handcrafted region's origin reads on the page (a proposal: "proposed by text").
-ORIGIN_WORDS = {"drawn": "drawn here", "uploaded": "an uploaded mask"}
+ORIGIN_WORDS = {"uploaded": "from an uploaded mask"}
 
 
 def region_list(s: A.Analysis) -> None:
@@ -243,11 +243,7 @@ def region_list(s: A.Analysis) -> None:
     for i, h in enumerate(list(s.hand)):
         c1, c2, c3 = st.columns([3, 2, 0.8], vertical_alignment="bottom")
         name = c1.text_input(
-            f":{h.colour}[■] Region {i + 1} name",
-            h.name,
-            key=f"hname-{h.uid}",
-            max_chars=80,
-            help=f"Origin: {ORIGIN_WORDS.get(h.origin, h.origin.replace('proposed:', 'proposed by '))}",
+            f":{h.colour}[■] Region {i + 1} name", h.name, key=f"hname-{h.uid}", max_chars=80
         )
         inner = c2.number_input(
             "Pieces inside (1: one feature)", 1, 50, h.inner, key=f"hinner-{h.uid}"
@@ -261,6 +257,8 @@ def region_list(s: A.Analysis) -> None:
             on_click=A.delete_region,
             args=(s, h.uid),
         )
+        if h.origin != "drawn":  # where it came from, when not drawn here
+            c1.caption(ORIGIN_WORDS.get(h.origin, h.origin.replace("proposed:", "proposed by ")))
 
 
 def _on_pick(s: A.Analysis, labels: np.ndarray, keys: tuple[str, ...]) -> None:
