@@ -155,7 +155,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
     np.save(files[1], result.segments)
     files[2].write_bytes(encode_png(render.explanation_overlay(image, result, a.top_k)))
     if not a.quiet:
-        print_summary(result, config.targets.output_space, a.top_k, expected_mask)
+        print_summary(result, config.targets.output_space, a.top_k)
         if result.explainers is not None:
             print_explainers(result)
         for f in files:

@@ -30,9 +30,7 @@ def _num(x: float | None, fmt: str) -> str:
     return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
 
 
-def print_summary(
-    result: Any, output_space: str, k: int, expected_mask: np.ndarray | None = None
-) -> None:
+def print_summary(result: Any, output_space: str, k: int) -> None:
     """The result in lines of ``name=value`` entries separated by '; ', one list item a line."""
     from limecraft_core import render
 
@@ -68,10 +66,10 @@ def print_summary(
             f"{rest} other regions are not tinted (under {render.MIN_SHARE:.0%} of the largest "
             f"|weight| or beyond the top {k} of their side); explanation.json lists every region"
         )
-    print_trust(result, expected_mask)
+    print_trust(result)
 
 
-def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
+def print_trust(result: Any) -> None:
     from limecraft_core.trust import name_regions
     from limecraft_core.trust import words as W
 
@@ -148,7 +146,7 @@ def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
             "means fewer regions carry the weight"
         )
     if t.localisation is not None:
-        _print_localisation(result, t.localisation, expected_mask)
+        _print_localisation(result, t.localisation)
     if t.fills is not None:
         fc = t.fills
         print("fills (the top region; Spearman = rank agreement with the main fill):")
@@ -158,7 +156,7 @@ def print_trust(result: Any, expected_mask: np.ndarray | None = None) -> None:
         print(f"fills verdict: {said['fills'].headline}")
 
 
-def _print_localisation(result: Any, loc: Any, area: np.ndarray | None) -> None:
+def _print_localisation(result: Any, loc: Any) -> None:
     """The localisation line in ``name=value`` entries, then one sentence reading it."""
     names = [str(r) if not result.region_names[r] else result.region_names[r] for r in loc.regions]
     shown = " / ".join(names[:8]) + (" / …" if len(names) > 8 else "")
@@ -170,41 +168,22 @@ def _print_localisation(result: Any, loc: Any, area: np.ndarray | None) -> None:
         f"; pointing game={'hit' if loc.pointing_game else 'miss'}"
         f"; mask coverage={_num(loc.mask_coverage, '.2f')}"
     )
-    print(localisation_sentence(result, loc, area))
+    print(localisation_sentence(result, loc))
 
 
-def localisation_sentence(result: Any, loc: Any, area: np.ndarray | None = None) -> str:
-    """One plain sentence (no commas) reading a Localisation of ``result``.
+#: The CLI's way to a closer measure, where the expected regions miss the expected area.
+ADVICE = "draw the area as a region with --regions-mask"
 
-    With the expected ``area`` ((H, W) bool), a top region outside it that still overlaps it
-    says how much of it does (an area split between regions, e.g. a tag's frame and its fill).
-    """
-    mass = f"relevance mass {loc.relevance_mass:.2f}"
-    if loc.expected == 0:
-        return (
-            "no region lies at least half inside the expected area so nothing can be measured: "
-            "use smaller regions or draw the area as a region (--regions-mask)"
-        )
-    if loc.positive_mass <= 0:
-        return "no region has a positive weight so none of it falls inside the expected area"
-    top_id = int(np.argmax(result.weights))
-    top = region_label(result, top_id)
-    if loc.pointing_game:
-        how = "most of" if loc.relevance_mass >= 0.5 else "only a small part of"
-        text = (
-            f"the top region is inside the expected area and carries {how} the positive "
-            f"weight: {mass}"
-        )
-    else:
-        share = float(area[result.segments == top_id].mean()) if area is not None else 0.0
-        part = f" ({share:.0%} of its pixels are inside)" if share > 0 else ""
-        text = f"the model's top region ({top}) is outside the area you expected{part}: {mass}"
-    if loc.mask_coverage is not None and loc.mask_coverage < 0.5:
-        text += (
-            f"; the expected regions cover only {loc.mask_coverage:.0%} of the area"
-            " (draw it as a region with --regions-mask for a closer measure)"
-        )
-    return text
+
+def localisation_sentence(result: Any, loc: Any) -> str:
+    """One plain sentence (no commas) reading a Localisation of ``result``: its words
+    (limecraft_core.trust.words) with the regions named as the summary names them, and the
+    CLI's advice where the expected regions miss the area."""
+    from limecraft_core.trust import name_regions
+    from limecraft_core.trust import words as W
+
+    headline = W.localisation_words(loc, ADVICE).headline
+    return name_regions(headline, lambda i: region_label(result, i))
 
 
 def print_explainers(result: Any) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from .. import render
 from ..config import ExplainConfig
 from ..result import Explanation
-from ..trust import Stability, fidelity
+from ..trust import Stability, fidelity, name_regions
 from ..trust import words as W
 from ._report_figures import _region_name
 
@@ -222,19 +222,23 @@ def _more_checks(ex: Explanation) -> list[_Check]:
 
 
 def _localisation_check(ex: Explanation) -> list[_Check]:
-    """The localisation against the expected regions, when they were marked."""
+    """The localisation against the expected regions, when they were marked: its words
+    (limecraft_core.trust.words) with the regions named as the report names them."""
     loc = ex.trust.localisation
     if loc is None:
         return []
+    words = W.localisation_words(loc)
+    headline = name_regions(words.headline, lambda i: _ids(ex, [i]))
     return [
         _Check(
-            "Localisation",
-            f"against the expected regions {_ids(ex, loc.regions)}: relevance mass "
+            words.name,
+            W.sentence(headline),
+            words.verdict,
+            words.tone,
+            detail=f"against the expected regions {_ids(ex, loc.regions)}: relevance mass "
             f"{loc.relevance_mass:.0%}, relevance rank accuracy "
             f"{loc.relevance_rank_accuracy:.0%}, pointing game "
             f"{'hit' if loc.pointing_game else 'miss'}",
-            "the top region is expected" if loc.pointing_game else "the top region is not expected",
-            "good" if loc.pointing_game else "bad",
         )
     ]
 

@@ -221,6 +221,10 @@ class Localisation(_Metric):
         regions (None when no mask was given); low means the regions miss much of the area
     region_purity : float or None, share of the expected regions' pixels inside the area; low
         means the regions spill well beyond it
+    top : int or None, the region with the largest weight (the first of ties); None in results
+        saved before it was kept
+    top_inside : float or None, share of the top region's pixels inside the expected area (None
+        when no mask was given)
     definition, baseline, reading : str
     steps : int, 0 (no model pass)
     regions : list of int, the expected regions' ids
@@ -234,6 +238,8 @@ class Localisation(_Metric):
     mask_coverage: float | None
     region_purity: float | None
     regions: list[int] = field(default_factory=list)
+    top: int | None = None
+    top_inside: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -271,7 +277,7 @@ def localisation(
     top = np.argsort(-w, kind="stable")[:n_e]
     rank = float(e[top].mean()) if n_e else 0.0
     pointing = bool(np.any(e & (w == w.max())))
-    coverage = purity = None
+    coverage = purity = inside = None
     if (labels is None) != (mask is None):
         raise LimecraftError("give both labels and mask (for the coverage), or neither")
     if labels is not None and mask is not None:
@@ -282,6 +288,7 @@ def localisation(
         in_regions = e[labels]
         coverage = float((in_regions & area).sum() / area.sum()) if area.any() else 0.0
         purity = float((in_regions & area).sum() / in_regions.sum()) if n_e else 0.0
+        inside = float(area[labels == int(np.argmax(w))].mean())
     return Localisation(
         relevance_mass=mass,
         relevance_rank_accuracy=rank,
@@ -299,6 +306,8 @@ def localisation(
         steps=0,
         reading="higher is better (pointing game: a hit is better)",
         regions=np.flatnonzero(e).tolist(),
+        top=int(np.argmax(w)),
+        top_inside=inside,
     )
 
 

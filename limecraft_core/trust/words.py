@@ -15,12 +15,14 @@ from typing import Any
 
 from .conclusion import CONCLUSION_LEAD
 from .faithfulness import Faithfulness, FillComparison
+from .metrics import Localisation
 from .results import TrustResults
 from .sampling import Convergence, KernelSweep
 from .stability import Stability
 from .wording import split_verdict
 
 __all__ = [
+    "LOW_COVERAGE",
     "WORDS",
     "CheckWords",
     "check_words",
@@ -31,6 +33,7 @@ __all__ = [
     "faithfulness_words",
     "fills_words",
     "kernel_words",
+    "localisation_words",
     "sentence",
     "stability_words",
 ]
@@ -184,6 +187,73 @@ def fills_words(fc: FillComparison) -> CheckWords:
     )
 
 
+#: Under this share of the expected area inside the expected regions, the regions miss much of
+#: the area, so every surface says so (a region counts when at least half of it is inside).
+LOW_COVERAGE = 0.5
+
+
+def _localisation_outcome(loc: Localisation) -> tuple[str, str, str]:
+    """The verdict, tone and clause of one outcome: nothing measurable, no positive weight, the
+    top region expected (with most or little of the weight) or not expected."""
+    mass = f"relevance mass {loc.relevance_mass:.2f}"
+    if loc.expected == 0:
+        return (
+            "nothing to measure",
+            "warn",
+            "no region lies at least half inside the expected area so nothing can be measured",
+        )
+    if loc.positive_mass <= 0:
+        return (
+            "no positive weight",
+            "info",
+            "no region has a positive weight so none of it falls inside the expected area",
+        )
+    if loc.pointing_game and loc.relevance_mass >= 0.5:
+        return (
+            "the top region is expected",
+            "good",
+            f"the top region is inside the expected area and carries most of the positive "
+            f"weight: {mass}",
+        )
+    if loc.pointing_game:
+        return (
+            "the top region is expected but carries little weight",
+            "warn",
+            "the top region is inside the expected area and carries only a small part of the "
+            f"positive weight: {mass}",
+        )
+    who = "" if loc.top is None else f" (region {loc.top})"
+    part = f" ({loc.top_inside:.0%} of its pixels are inside)" if loc.top_inside else ""
+    return (
+        "the top region is not expected",
+        "bad",
+        f"the model's top region{who} is outside the area you expected{part}: {mass}",
+    )
+
+
+def localisation_words(loc: Localisation, advice: str = "") -> CheckWords:
+    """Whether the model looks where the analyst looks: the outcome's clause, then how little of
+    the expected area the expected regions cover when under :data:`LOW_COVERAGE`.
+
+    Parameters
+    ----------
+    loc : Localisation
+    advice : str, the surface's way to a closer measure (no comma), e.g. the CLI's "draw the
+        area as a region with --regions-mask"; added last where the regions miss the area
+
+    Returns
+    -------
+    CheckWords; its headline names the top region as "region k" (:func:`name_regions` renames).
+    """
+    verdict, tone, clause = _localisation_outcome(loc)
+    low = loc.mask_coverage is not None and loc.mask_coverage < LOW_COVERAGE
+    if low and loc.expected:
+        clause += f"; the expected regions cover only {loc.mask_coverage:.0%} of the area"
+    if advice and (low or not loc.expected):
+        clause += f": {advice}"
+    return CheckWords("Localisation", verdict, tone, clause)
+
+
 #: The worded checks: a field of :class:`TrustResults` and the function that words it.
 WORDS: dict[str, Callable[[Any], CheckWords]] = {
     "stability": stability_words,
@@ -191,6 +261,7 @@ WORDS: dict[str, Callable[[Any], CheckWords]] = {
     "kernel_sweep": kernel_words,
     "faithfulness": faithfulness_words,
     "fills": fills_words,
+    "localisation": localisation_words,
 }
 
 

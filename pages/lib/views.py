@@ -11,6 +11,7 @@ import limecraft_core as lc
 from limecraft_core import render
 from limecraft_core import trust as T
 from limecraft_core.config import spec
+from limecraft_core.trust import words as W
 from pages.lib import charts, config_form, display, runtime
 
 WEAK_SHARE = render.MIN_SHARE  # regions under this share of the largest |weight| are untinted
@@ -271,6 +272,15 @@ def full_size_png(name: str, image: np.ndarray, ex: lc.Explanation) -> bytes:
 # ----------------------------------------------------------------------------- localisation
 
 
+#: The app's way to a closer measure, where the expected regions miss the expected area.
+LOCALISATION_ADVICE = "draw the area as a region on the Craft page"
+
+
+def _region_called(ex: lc.Explanation, i: int) -> str:
+    """Region ``i`` as the app calls it in a sentence: "0 tag" (its id and name), or "region 3"."""
+    return charts.region_label(i, ex.region_names[i]) if ex.region_names[i] else f"region {i}"
+
+
 def localisation_panel(s: Any, ex: lc.Explanation, key: str) -> None:
     """ "Does the model look where you look?": mark handcrafted regions as expected and read
     relevance mass, relevance rank accuracy and the pointing game (no model pass)."""
@@ -324,23 +334,8 @@ def localisation_panel(s: Any, ex: lc.Explanation, key: str) -> None:
         "hit" if loc.pointing_game else "miss",
         help="Is the region with the largest weight expected? (Zhang et al.)",
     )
-    top = int(np.argmax(ex.weights))
-    top_name = charts.region_label(top, ex.region_names[top])
-    if loc.pointing_game:
-        (st.success if loc.relevance_mass >= 0.5 else st.info)(
-            f"The model's top region, {top_name}, is one you expected; "
-            f"{loc.relevance_mass:.0%} of the positive weight is inside the expected regions.",
-            icon=":material/my_location:",
-        )
-    else:
-        st.warning(
-            f"The model's top region, {top_name}, is not one you expected: only "
-            f"{loc.relevance_mass:.0%} of the positive weight is inside the expected regions. "
-            "It may rely on something else, a shortcut for instance: inspect that region.",
-            icon=":material/warning:",
-        )
-    if loc.mask_coverage is not None and loc.mask_coverage < 0.9:
-        st.caption(
-            f"The expected regions cover {loc.mask_coverage:.0%} of the area you marked "
-            "(a region counts when at least half of it is inside)."
-        )
+    words = W.localisation_words(loc, LOCALISATION_ADVICE)
+    said = T.name_regions(words.headline, lambda i: _region_called(ex, i))
+    show = {"good": st.success, "warn": st.warning, "bad": st.warning}.get(words.tone, st.info)
+    icon = ":material/my_location:" if words.tone == "good" else ":material/warning:"
+    show(W.sentence(display.md(said)), icon=icon)

@@ -139,7 +139,7 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
     # Explain shows the audit's explanation, measured against the expected mask
     goto(page, "Explain")
     # the localisation panel (under the results) counts the audit's expected mask
-    expect(page.get_by_text("is not one you expected").first).to_be_visible()
+    expect(page.get_by_text("is outside the area you expected").first).to_be_visible()
     expect(page.get_by_text("the audit's expected mask").first).to_be_visible()
     expect(page.locator("main")).to_contain_text(
         f"{picked}: from the audit: the top region lies outside the expected region"

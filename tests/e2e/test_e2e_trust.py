@@ -110,7 +110,7 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
     expect(mass).to_have_text(re.compile(r"^\d+%$"))
     assert int(mass.inner_text().strip().rstrip("%")) < 20
     warning = page.get_by_text(
-        re.compile(r"The model's top region, 0 tag, is not one you expected")
+        re.compile(r"The model's top region \(0 tag\) is outside the area you expected")
     )
     expect(warning.first).to_be_visible()
     shot(page, "trust-expected-shape-1400")
@@ -121,7 +121,9 @@ def test_does_the_model_look_where_i_look_then_can_i_trust_it(page, app_url, tmp
     expect(mass).to_have_text(re.compile(r"^\d+%$"))
     assert int(mass.inner_text().strip().rstrip("%")) > 80
     expect(
-        page.get_by_text(re.compile(r"The model's top region, 0 tag, is one you expected")).first
+        page.get_by_text(
+            "The top region is inside the expected area and carries most of the positive weight"
+        ).first
     ).to_be_visible()
 
     # a reload keeps the mark and the measure

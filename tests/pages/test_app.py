@@ -405,14 +405,28 @@ def test_one_explain_press_keys_its_run_once(at, monkeypatch):
     assert counts == {"digest": 1, "validate": 1}
 
 
-def test_each_trust_check_is_worded_once_on_every_surface(at, capsys):
-    """Issue 49, item 5: each check's words (limecraft_core.trust.words) appear as they are in
-    the CLI's lines, in the report and on the Trust page: no surface words a check again."""
+def _on_every_surface(at, capsys, ex, image):
+    """What each surface says of ``ex``: the CLI's lines, the report's text (tags dropped) and
+    the app's markdown, success, info and warning texts (the markdown's escapes undone)."""
     import html
     import re
 
     from limecraft.printing import print_trust
     from limecraft_core.io.report import html_report
+
+    capsys.readouterr()
+    print_trust(ex)
+    cli = capsys.readouterr().out
+    page = html_report(image=image, explanation=ex)
+    report = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+    kinds = (at.markdown, at.success, at.info, at.warning)
+    app = [re.sub(r"\\(.)", r"\1", e.value) for kind in kinds for e in kind]
+    return cli, report, app
+
+
+def test_each_trust_check_is_worded_once_on_every_surface(at, capsys):
+    """Issue 49, item 5: each check's words (limecraft_core.trust.words) appear as they are in
+    the CLI's lines, in the report and on the Trust page: no surface words a check again."""
     from limecraft_core.trust import words as W
 
     at.switch_page("pages/app_pages/trust.py").run()
@@ -424,19 +438,11 @@ def test_each_trust_check_is_worded_once_on_every_surface(at, capsys):
     s = state(at)
     ex = s.trust_explanation
     said = W.check_words(ex.trust)
-    assert set(said) == set(W.WORDS)  # every worded check ran
+    # every worded check ran but localisation (it needs expected regions: the next test)
+    assert set(said) == set(W.WORDS) - {"localisation"}
     assert not any(ex.region_names), "the region ids are the names on every surface here"
 
-    capsys.readouterr()
-    print_trust(ex)
-    cli = capsys.readouterr().out
-    page = html_report(image=s.image, explanation=ex)
-    report = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
-    app = [
-        re.sub(r"\\(.)", r"\1", e.value)  # the markdown's escapes undone
-        for kind in (at.markdown, at.success, at.warning)
-        for e in kind
-    ]
+    cli, report, app = _on_every_surface(at, capsys, ex, s.image)
     for name, w in said.items():
         for clause in filter(None, (w.headline, w.detail)):
             assert clause in cli, (name, clause, cli)
@@ -449,3 +455,28 @@ def test_each_trust_check_is_worded_once_on_every_surface(at, capsys):
     if st_.conclusion:  # how often the conclusion held: the same words in the report and the app
         held = W.sentence(W.conclusion_line(st_))
         assert held in report and any(held in v for v in app), held
+
+
+def test_the_localisation_is_worded_once_on_every_surface(at, capsys):
+    """Issue 49, item 5: with the tag marked as expected, the localisation's words
+    (limecraft_core.trust.words) appear as they are in the CLI's sentence, in the report and in
+    the app's "Does the model look where you look?"."""
+    from limecraft_core.trust import words as W
+
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.switch_page("pages/app_pages/explain.py").run()
+    button(at, "Explain").click().run()
+    widget(at.multiselect, "Expected regions").set_value([state(at).hand[0].uid]).run()
+    assert not at.exception
+    s = state(at)
+    ex = s.explanation
+    loc = ex.trust.localisation
+    assert loc is not None and loc.pointing_game  # the demo model reads the tag
+    headline = W.check_words(ex.trust)["localisation"].headline
+    assert headline.startswith("the top region is inside the expected area and carries")
+
+    cli, report, app = _on_every_surface(at, capsys, ex, s.image)
+    assert headline in cli.splitlines(), cli
+    assert W.sentence(headline) in report, report
+    assert any(W.sentence(headline) in v for v in app), app

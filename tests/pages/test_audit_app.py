@@ -87,7 +87,7 @@ def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
     at.switch_page(EXPLAIN).run()
     assert not at.exception, at.exception
     assert any(m.options and "the audit's expected mask" in m.options for m in at.multiselect)
-    assert "is not one you expected" in texts(at)
+    assert "is outside the area you expected" in texts(at)
 
 
 def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):

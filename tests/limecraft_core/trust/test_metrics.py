@@ -259,6 +259,7 @@ def test_localisation_by_hand():
     assert loc.pointing_game is True
     assert (loc.expected, loc.positive_mass) == (2, 5.5)
     assert loc.mask_coverage is None and loc.region_purity is None
+    assert loc.top == 0 and loc.top_inside is None
     assert localisation(w, ~e).pointing_game is False
     _finite_json(loc)
 
@@ -275,6 +276,9 @@ def test_localisation_coverage():
         np.arange(9.0), expected_regions(labels, mask, 1.0), labels=labels, mask=mask
     )
     assert small.mask_coverage == pytest.approx(16 / 24) and small.region_purity == 1.0
+    assert (loc.top, loc.top_inside) == (8, 0.0)  # the largest weight: region 8, outside
+    half = localisation(np.eye(9)[1], e, labels=labels, mask=mask)
+    assert (half.top, half.top_inside) == (1, 0.5)  # region 1: half its pixels inside
     with pytest.raises(LimecraftError):
         localisation(np.arange(9.0), e, labels=labels)
 

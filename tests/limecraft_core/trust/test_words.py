@@ -24,6 +24,26 @@ CASES = {
     "kernel_sweep": [SimpleNamespace(sensitive=[]), SimpleNamespace(sensitive=[3, 5])],
     "faithfulness": [SimpleNamespace(beats_random=True), SimpleNamespace(beats_random=False)],
     "fills": [SimpleNamespace(agree=True), SimpleNamespace(agree=False)],
+    "localisation": [
+        SimpleNamespace(
+            expected=1,
+            positive_mass=2.0,
+            pointing_game=True,
+            relevance_mass=0.9,
+            mask_coverage=1.0,
+            top=0,
+            top_inside=1.0,
+        ),
+        SimpleNamespace(
+            expected=1,
+            positive_mass=2.0,
+            pointing_game=False,
+            relevance_mass=0.05,
+            mask_coverage=None,
+            top=3,
+            top_inside=None,
+        ),
+    ],
 }
 
 
@@ -91,7 +111,90 @@ def test_check_words_keeps_the_checks_that_ran_in_table_order():
         kernel_sweep=None,
         faithfulness=CASES["faithfulness"][0],
         fills=None,
+        localisation=None,
     )
     said = W.check_words(trust)
     assert list(said) == ["convergence", "faithfulness"]
     assert said["convergence"].headline == "not stable within 60 samples: use more"
+
+
+def _loc(**kw):
+    """A localisation's fields, the top region (0) expected with most of the weight by default."""
+    base = dict(vars(CASES["localisation"][0]))
+    return SimpleNamespace(**{**base, **kw})
+
+
+@pytest.mark.parametrize(
+    ("loc", "verdict", "tone", "headline"),
+    [
+        (
+            _loc(),
+            "the top region is expected",
+            "good",
+            "the top region is inside the expected area and carries most of the positive "
+            "weight: relevance mass 0.90",
+        ),
+        (
+            _loc(relevance_mass=0.3),
+            "the top region is expected but carries little weight",
+            "warn",
+            "the top region is inside the expected area and carries only a small part of the "
+            "positive weight: relevance mass 0.30",
+        ),
+        (
+            _loc(pointing_game=False, relevance_mass=0.1, top=4, top_inside=0.25),
+            "the top region is not expected",
+            "bad",
+            "the model's top region (region 4) is outside the area you expected (25% of its "
+            "pixels are inside): relevance mass 0.10",
+        ),
+        (
+            _loc(pointing_game=False, relevance_mass=0.0, top=4, top_inside=0.0),
+            "the top region is not expected",
+            "bad",
+            "the model's top region (region 4) is outside the area you expected: relevance "
+            "mass 0.00",
+        ),
+        (
+            _loc(expected=0, pointing_game=False, relevance_mass=0.0, mask_coverage=0.0),
+            "nothing to measure",
+            "warn",
+            "no region lies at least half inside the expected area so nothing can be measured",
+        ),
+        (
+            _loc(positive_mass=0.0, relevance_mass=0.0),
+            "no positive weight",
+            "info",
+            "no region has a positive weight so none of it falls inside the expected area",
+        ),
+    ],
+    ids=["most-weight", "little-weight", "not-expected", "not-expected-apart", "nothing", "none"],
+)
+def test_each_localisation_outcome_in_words(loc, verdict, tone, headline):
+    w = W.localisation_words(loc)
+    assert (w.name, w.verdict, w.tone, w.headline) == ("Localisation", verdict, tone, headline)
+    assert "," not in w.headline
+    assert W.localisation_words(loc, "do this").headline.startswith(headline)  # advice last
+
+
+def test_localisation_says_low_coverage_once_with_the_surfaces_advice():
+    """One threshold on every surface: under LOW_COVERAGE of the area, the coverage clause,
+    then the surface's advice (where the regions miss the area, and only there)."""
+    low = _loc(mask_coverage=W.LOW_COVERAGE - 0.1)
+    said = W.localisation_words(low, "draw the area as a region with --regions-mask").headline
+    assert said == (
+        "the top region is inside the expected area and carries most of the positive weight: "
+        "relevance mass 0.90; the expected regions cover only 40% of the area: draw the area "
+        "as a region with --regions-mask"
+    )
+    assert W.localisation_words(low).headline == said.split(": draw")[0]
+    enough = _loc(mask_coverage=W.LOW_COVERAGE)
+    assert "cover" not in W.localisation_words(enough, "do this").headline
+    nothing = _loc(expected=0, pointing_game=False, relevance_mass=0.0, mask_coverage=0.0)
+    assert W.localisation_words(nothing, "do this").headline == (
+        "no region lies at least half inside the expected area so nothing can be measured: do this"
+    )
+    unsaved = _loc(pointing_game=False, top=None, top_inside=None)  # saved before top was kept
+    assert W.localisation_words(unsaved).headline.startswith(
+        "the model's top region is outside the area you expected: "
+    )
