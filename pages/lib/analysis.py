@@ -25,15 +25,8 @@ from limecraft_core.edits import Edit
 from limecraft_core.regions.types import HAND_ORIGINS, check_origin
 from models import registry
 
-__all__ = [
-    "APP_CONFIG",
-    "REGION_COLOURS",
-    "Analysis",
-    "HandRegion",
-    "Merge",
-    "Paste",
-    "SegSettings",
-]
+__all__ = ["APP_CONFIG", "REGION_COLOURS", "Analysis", "HandRegion", "Merge", "Paste",
+           "SegSettings"]  # fmt: skip
 
 #: The app's default settings: the engine's. Every result has a stability verdict from its one
 #: sample (resampled; no extra model pass), and sampling stops once that verdict is stable.
