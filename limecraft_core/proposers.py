@@ -22,7 +22,8 @@ The proposers:
 - ``watermark`` / ``watermark-box``: where LIMEcraft's own watermark edit puts the ImageNet-W
   text on an image of this size (its pixels grown by 2 px, or its bounding box); no detection.
 - ``masks``: the analyst's own regions for this image, one per distinct non-zero value of a
-  mask read by :mod:`limecraft_core.io` (``propose(..., masks_dir=...)`` or ``given=``).
+  mask that the edge reads (:func:`limecraft_core.io.masks_folder.read_regions_mask`) and gives
+  as ``given=``: this module reads no file.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -448,8 +448,6 @@ def propose(
     image: np.ndarray,
     names: Sequence[str | Proposer],
     *,
-    image_name: str | None = None,
-    masks_dir: str | Path | None = None,
     given: np.ndarray | None = None,
 ) -> Proposed:
     """Regions proposed for ``image`` by the proposers ``names``, in that order.
@@ -460,11 +458,9 @@ def propose(
         [0, 1] (not modified)
     names : names of :data:`PROPOSERS` (``text``, ``watermark``, ``watermark-box``, ``masks``),
         or :class:`Proposer` objects of your own
-    image_name : str, optional; the image's file name, to find its mask in ``masks_dir``
-    masks_dir : folder of masks named as the images (``masks``), read through
-        :func:`limecraft_core.io.masks_folder.read_regions_mask`
-    given : (H, W) int ndarray, optional; the analyst's own mask for this image, already read
-        (``masks``; instead of ``masks_dir``)
+    given : (H, W) int ndarray, optional; the analyst's own mask for this image (``masks``),
+        read at the edge: :func:`limecraft_core.io.masks_folder.read_regions_mask` finds it in
+        a folder by the image's name
 
     Returns
     -------
@@ -479,10 +475,6 @@ def propose(
     """
     rgb = _as_rgb(image)
     proposers = [_proposer(n) for n in names]
-    if given is None and masks_dir is not None and any(p.needs_given for p in proposers):
-        from .io.masks_folder import read_regions_mask
-
-        given = read_regions_mask(masks_dir, image_name)
     shape, pixels = rgb.shape[:2], rgb.shape[0] * rgb.shape[1]
     kept: list[Proposal] = []
     notes: list[str] = []

@@ -1,8 +1,8 @@
 """Masks named as the images, in a folder: each image's expected mask, or the analyst's own regions.
 
 The matching by file name that the audit's ``--expected-masks`` and ``--regions-masks`` share,
-and one image's own regions mask read for :func:`limecraft_core.propose`'s ``masks_dir`` (so
-that this module imports neither the audit nor the proposers).
+and one image's own regions mask read for :func:`limecraft_core.propose`'s ``given`` (so that
+this module imports neither the audit nor the proposers, and the proposers read no file).
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ image's digest in the engine, so proposing again is quick.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import streamlit as st
 
@@ -20,19 +18,9 @@ import limecraft_core as lc
 from limecraft_core import render
 from pages.lib import analysis as A
 from pages.lib import display
-from pages.lib.session import session
+from pages.lib.session import Pending, session
 
 PROPOSE_WIDTH = 480
-
-
-@dataclass
-class Pending:
-    """Proposals waiting for the analyst: for which analysis and image, by which proposer."""
-
-    analysis: str
-    proposer: str
-    proposals: list  # of lc.Proposal, in the proposer's order
-    notes: tuple[str, ...]
 
 
 def offered() -> list[str]:
@@ -49,7 +37,7 @@ def _pending(s: A.Analysis) -> Pending | None:
 def _run(s: A.Analysis, name: str) -> None:
     try:
         with st.spinner(f"Proposing {name} regions…"):
-            found = lc.propose(s.image, [name], image_name=s.image_name)
+            found = lc.propose(s.image, [name])
     except lc.LimecraftError as e:
         session().proposals = None
         session().propose_error = f"No regions were proposed: {e}"

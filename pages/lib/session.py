@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from limecraft_core import ExplainConfig, MaskCache
     from limecraft_core.io.audit_folder import LoadedAudit
     from pages.lib.analysis import Analysis
-    from pages.lib.propose_view import Pending
 
 #: The one key of the app's values in ``st.session_state``.
 KEY = "limecraft_session"
@@ -38,6 +37,18 @@ class Folder:
     def __init__(self) -> None:
         self.path = tempfile.mkdtemp(prefix="limecraft-session-")
         weakref.finalize(self, _remove, self.path)
+
+
+@dataclass
+class Pending:
+    """Proposals waiting on Craft regions for the analyst (``pages/lib/propose_view.py``): for
+    which analysis, by which proposer, the proposals (``lc.Proposal``, in the proposer's order)
+    and what proposing them said."""
+
+    analysis: str
+    proposer: str
+    proposals: list
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -116,7 +127,7 @@ class Session:
     image_note, restore_note, watermark_note : why the last upload, restored file or watermark
         was refused, shown once where it was tried
     proposals : the proposed regions waiting on Craft regions for the analyst to accept or
-        reject (``propose_view.Pending``: for one analysis); propose_error: why the last
+        reject (:class:`Pending`: for one analysis); propose_error: why the last
         proposing or accepting failed
     model_note : the last model change's outcome, ``(kind, text)``, shown once
     restored_note : what the analysis file just restored holds, shown once

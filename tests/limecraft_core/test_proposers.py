@@ -15,6 +15,7 @@ from skimage import data
 import limecraft_core as lc
 from limecraft_core import proposers as P
 from limecraft_core._validate import LimecraftError
+from limecraft_core.io.masks_folder import read_regions_mask
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -158,10 +159,10 @@ def test_the_masks_proposer_makes_one_region_per_value(tmp_path):
     assert np.array_equal(found.masks[1], own == 7)
     # the same mask from a folder, matched by the image's name and read through io
     Image.fromarray(own).save(tmp_path / "cat.png")
-    again = lc.propose(image, ["masks"], image_name="cat.jpg", masks_dir=tmp_path)
+    again = lc.propose(image, ["masks"], given=read_regions_mask(tmp_path, "cat.jpg"))
     assert again.names == found.names
     assert all(np.array_equal(a, b) for a, b in zip(again.masks, found.masks, strict=True))
-    missing = lc.propose(image, ["masks"], image_name="dog.jpg", masks_dir=tmp_path)
+    missing = lc.propose(image, ["masks"], given=read_regions_mask(tmp_path, "dog.jpg"))
     assert missing.proposals == () and missing.notes == ("No mask of your own for this image.",)
     with pytest.raises(LimecraftError, match="give a mask of the image's size"):
         lc.propose(np.zeros((10, 10, 3), np.uint8), ["masks"], given=own)
