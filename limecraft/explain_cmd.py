@@ -225,5 +225,5 @@ def _with_proposals(
         if found.proposals:
             print(f"proposed {len(found.proposals)} regions: {', '.join(found.names)}")
     masks += found.masks
-    origins = ["uploaded"] * len(own) + [f"proposed:{p.proposer}" for p in found.proposals]
+    origins = ["uploaded"] * len(own) + found.origins
     return (masks or None), ([*own, *found.names] or None), (origins or None)

@@ -21,9 +21,8 @@ The proposers:
   image: results are cached by a digest of the image's pixels.
 - ``watermark`` / ``watermark-box``: where LIMEcraft's own watermark edit puts the ImageNet-W
   text on an image of this size (its pixels grown by 2 px, or its bounding box); no detection.
-- ``masks``: the analyst's own regions for this image, one per distinct non-zero value of a
-  mask that the edge reads (:func:`limecraft_core.io.masks_folder.read_regions_mask`) and gives
-  as ``given=``: this module reads no file.
+- ``masks``: the analyst's own regions, one per non-zero value of a mask given as ``given=``
+  (read at the edge: :func:`limecraft_core.io.masks_folder.read_regions_mask`; no file here).
 """
 
 from __future__ import annotations
@@ -88,6 +87,11 @@ class Proposal:
     score: float
     proposer: str
 
+    @property
+    def origin(self) -> str:
+        """Its origin as a region: ``uploaded`` (``masks``), else ``proposed:<proposer>``."""
+        return "uploaded" if self.proposer == "masks" else f"proposed:{self.proposer}"
+
 
 @dataclass(frozen=True, eq=False)
 class Proposed:
@@ -106,6 +110,11 @@ class Proposed:
     def names(self) -> list[str]:
         """The proposals' names, in order (``region_names`` for :func:`limecraft_core.explain`)."""
         return [p.name for p in self.proposals]
+
+    @property
+    def origins(self) -> list[str]:
+        """The proposals' origins, in order (``region_origins`` for ``explain``)."""
+        return [p.origin for p in self.proposals]
 
     @property
     def masks(self) -> list[np.ndarray]:

@@ -269,14 +269,9 @@ def _loader(
             given = decode_mask(_read(own, "regions mask"), f"regions mask {own.name!r}")
         names = (*(("masks",) if given is not None else ()), *proposers)
         found = propose(image, names, given=given)
-        # the analyst's own regions were uploaded; the others were proposed
-        origins = tuple(
-            "uploaded" if p.proposer == "masks" else f"proposed:{p.proposer}"
-            for p in found.proposals
-        )
         return AuditInput(
             image, area, regions=tuple(found.masks), region_names=tuple(found.names),
-            region_origins=origins, notes=found.notes,
+            region_origins=tuple(found.origins), notes=found.notes,
         )  # fmt: skip
 
     return load

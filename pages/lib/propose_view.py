@@ -59,7 +59,7 @@ def _accept(s: A.Analysis, keep: list[int]) -> None:
     for i in keep:
         prop = p.proposals[i]
         try:
-            A.add_region(s, prop.mask, prop.name, origin=f"proposed:{prop.proposer}")
+            A.add_region(s, prop.mask, prop.name, origin=prop.origin)
         except lc.LimecraftError as e:
             session().propose_error = f"{prop.name} was not added: {e}"
             break
