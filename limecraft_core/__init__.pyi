@@ -50,6 +50,7 @@ from .explainer_table import Explainer as Explainer
 from .explainer_table import Scored as Scored
 from .fill_table import FILLS as FILLS
 from .fill_table import Fill as Fill
+from .gradients import GradientModel as GradientModel
 from .limits import SCHEMES as SCHEMES
 from .limits import SEGMENTERS as SEGMENTERS
 from .perturb import MaskCache as MaskCache
@@ -88,6 +89,7 @@ from .render import top_regions as top_regions
 from .render import weight_overlay as weight_overlay
 from .result import Explanation as Explanation
 from .result import RunInfo as RunInfo
+from .scorer import GradientScorer as GradientScorer
 from .scorer import Scorer as Scorer
 from .shapley import SHAPLEY_MAX_K as SHAPLEY_MAX_K
 from .shapley import shapley_interactions as shapley_interactions

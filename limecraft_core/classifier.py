@@ -12,7 +12,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -22,6 +22,9 @@ from ._system import cpu_flags
 from ._validate import LimecraftError, ModelError, as_float_image, check_choice, check_int
 from .fill_table import Fill
 from .tensors import resize_chw, to_chw
+
+if TYPE_CHECKING:
+    from .gradients import GradientModel
 
 __all__ = [
     "NORMALIZATIONS",
@@ -105,6 +108,10 @@ class Classifier:
         CPUs and GPUs); False for other models, where the layout change is only a copy of every
         batch.
     name : str
+    gradient_module : callable() -> torch.nn.Module, optional
+        The same model as a torch Module, built the first time a gradient method asks
+        (:meth:`gradient_model`), for a ``model`` that gives no gradients itself (an ONNX
+        graph run by ONNX Runtime, as EfficientNet-Lite0 on a CPU).
     """
 
     def __init__(
@@ -118,6 +125,7 @@ class Classifier:
         precision: str = "auto",
         channels_last: bool | None = None,
         name: str = "custom",
+        gradient_module: Callable[[], torch.nn.Module] | None = None,
     ) -> None:
         if not callable(model):
             raise LimecraftError(
@@ -153,6 +161,7 @@ class Classifier:
                 )
         self.precision = precision
         self._lock = threading.Lock()
+        self._gradient_module, self._twin = gradient_module, None
         self._decisions: OrderedDict[bytes, tuple[str, str]] = OrderedDict()
         if channels_last is None:  # it pays for convolutions; elsewhere it is a copy per batch
             channels_last = isinstance(model, torch.nn.Module) and any(
@@ -197,6 +206,45 @@ class Classifier:
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         return x
+
+    def gradient_model(self) -> GradientModel:
+        """The model as a differentiable function of the pixels, for the gradient methods.
+
+        Its ``forward`` runs :meth:`preprocess` (torch ops) and the model in fp32, outside
+        ``inference_mode``, so gradients reach the pixels. A model that gives no gradients
+        itself (an ONNX graph: its module says so) runs its ``gradient_module`` instead,
+        built once, on first use.
+
+        Returns
+        -------
+        GradientModel
+
+        Raises
+        ------
+        LimecraftError : the model gives no gradients and no ``gradient_module`` was given
+        """
+        from .gradients import GradientModel
+
+        module = self.model
+        refusal = _no_gradients(module)
+        if refusal:
+            if self._gradient_module is None:
+                raise LimecraftError(f"the model {self.name!r} {refusal}")
+            with self._lock:
+                if self._twin is None:
+                    self._twin = self._gradient_module().eval().to(self.device)
+                module = self._twin
+
+        def forward(batch: torch.Tensor) -> torch.Tensor:
+            try:
+                out = module(self.preprocess(batch))
+            except Exception as e:  # the user's model: report, never crash the caller
+                raise ModelError(f"the model {self.name!r} failed: {type(e).__name__}: {e}") from e
+            return self._checked(out, batch.shape[0])
+
+        return GradientModel(
+            forward, module if isinstance(module, torch.nn.Module) else None, self.name
+        )
 
     def __call__(self, batch: torch.Tensor) -> torch.Tensor:
         """Scores for a batch.
@@ -391,6 +439,18 @@ class Classifier:
         (C,) or (B, C) float32 ndarray.
         """
         return predict_arrays(self, images, batch_size, self.device)
+
+
+def _no_gradients(model: Any) -> str:
+    """Why ``model`` gives no gradients ("" when it may): a module says so by its attribute
+    ``gradients_unavailable`` (models.onnx_model.OnnxModule does), wherever it is wrapped."""
+    if not isinstance(model, torch.nn.Module):
+        return ""
+    for m in model.modules():
+        why = getattr(m, "gradients_unavailable", "")
+        if why:
+            return str(why)
+    return ""
 
 
 def class_label(labels: Sequence[str] | None, index: int) -> str:

@@ -22,6 +22,7 @@ from .comparison import Comparison
 from .config import ExplainConfig
 from .explain import as_scorer
 from .explainer_table import Attribution, Explainer, Scored, explainer_of
+from .gradients import gradient_model_for, gradient_scene
 from .regions import Regions
 from .shapley import shapley_interactions
 from .surrogate import make_kernel
@@ -104,9 +105,9 @@ def compare_explainers(
     scorer = as_scorer(model, cfg.speed)
     regs, _ = _stages.prepare_regions(img, cfg.segmentation, regions, None)
     kk, n, seed = regs.n_regions, cfg.sampling.samples, cfg.sampling.seed
-    # every method's own block first: one that cannot run (exact Shapley, K too large) raises
-    # before any model pass
+    # before any model pass, what cannot run raises: exact Shapley, K too large; gradients, none
     own = {e.name: e.own_masks(kk, n, seed) for e in chosen if e.own_masks is not None}
+    grads = gradient_model_for(scorer, [e.name for e in chosen if e.gradients])
     main = _stages.plan_samples(kk, cfg).main
     y, tgt, passes = _score(img, regs, scorer, cfg, [main.masks, *own.values()], progress, cancel)
     shared = Scored(
@@ -117,6 +118,7 @@ def compare_explainers(
         lime_weights=_stages.sample_weights(main, make_kernel(cfg.surrogate.kernel_width)),
         ridge_alpha=cfg.surrogate.ridge_alpha,
         own_masks=np.zeros((0, kk), bool),
+        scene=None if grads is None else _gradient_scene(grads, img, regs, scorer, cfg, tgt),
     )
     own_y = dict(zip(own, y[1:], strict=True))
     attributions = tuple(_attribute(e, shared, own.get(e.name), own_y.get(e.name)) for e in chosen)
@@ -154,3 +156,15 @@ def _score(
     y = out[:, tgt].double().cpu().numpy()
     ends = np.cumsum([len(b) for b in blocks])[:-1]
     return np.split(y, ends), tgt, run.passes
+
+
+def _gradient_scene(
+    grads: Any, img: np.ndarray, regs: Regions, scorer: Any, cfg: ExplainConfig, tgt: int
+) -> Any:
+    """The scene the gradient methods attribute from: the scored one, aimed at class ``tgt``."""
+    scene = _stages.prepare_scene(img, regs, scorer, cfg.fill, cfg.speed.batch_size)
+    probability = cfg.targets.output_space == "probability"
+    return gradient_scene(
+        grads, scene.image, scene.fill, scene.labels, regs.n_regions,
+        probability=probability, batch_size=scene.batch_size,
+    ).aimed(tgt)  # fmt: skip

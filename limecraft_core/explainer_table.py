@@ -11,15 +11,18 @@ explained class. :func:`limecraft_core.compare_explainers` scores the shared sam
 method's own block in one pass through the engine's scoring path (each distinct mask once), so
 a method whose masks are already scored costs nothing more. Adding a method is one entry here.
 
-Future entries, not in this table yet: gradients pooled per region for local torch models
-(Integrated Gradients summed over each region, Grad-CAM averaged per region), which need a
-gradient capability of the scorer that ONNX models and remote scorers do not have.
+Two methods attribute from gradients instead (``gradients=True``): Integrated Gradients summed
+over each region and Grad-CAM averaged per region (:mod:`limecraft_core.gradients`, captum at
+run time). They need the scorer's gradient capability (a local torch model); ONNX graphs and
+remote scorers refuse before any model pass, and the method reads the scene from
+:attr:`Scored.scene`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +38,8 @@ from .shapley import (
 
 # KernelSHAP draws its coalitions with a seed this far from the shared sample's.
 KERNELSHAP_SEED_OFFSET = 5_000_011
+#: Integrated Gradients' steps (Gauss-Legendre points on the path from the fill), captum's default.
+IG_STEPS = 50
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,9 @@ class Scored:
     ridge_alpha : float, LIME's ridge penalty
     own_masks : (M, K) bool ndarray, the method's own block (M = 0 without one)
     own_y : (M,) float64 ndarray, its outputs
+    scene : GradientScene or None, the differentiable model and the scene at its input size,
+        aimed at the explained class (:mod:`limecraft_core.gradients`); given when a chosen
+        method has ``gradients=True``, else None
     """
 
     masks: np.ndarray
@@ -77,6 +85,7 @@ class Scored:
     ridge_alpha: float
     own_masks: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     own_y: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    scene: Any = None
 
     @property
     def k(self) -> int:
@@ -106,6 +115,9 @@ class Explainer:
     attribute : callable(Scored) -> Attribution
     own_masks : callable(K, N, seed) -> (M, K) bool, or None when the shared sample is enough;
         it raises LimecraftError when the method cannot run on K regions (before any pass)
+    gradients : bool, it attributes from the model's gradients (:attr:`Scored.scene`), which
+        the scorer must offer (:class:`~limecraft_core.scorer.GradientScorer`); ``passes``
+        then counts forward and backward passes of one image, outside the shared scoring
     """
 
     name: str
@@ -115,6 +127,7 @@ class Explainer:
     passes: Callable[[int, int], int]
     attribute: Callable[[Scored], Attribution]
     own_masks: OwnMasks | None = None
+    gradients: bool = False
 
 
 def _lime(s: Scored) -> Attribution:
@@ -169,6 +182,32 @@ def _shapley(s: Scored) -> Attribution:
     )
 
 
+def _scene(s: Scored, method: str) -> Any:
+    if s.scene is None:
+        raise LimecraftError(f"{method} attributes from gradients: it needs Scored.scene")
+    return s.scene
+
+
+def _ig(s: Scored) -> Attribution:
+    values, gap = _scene(s, "ig").integrated_gradients(IG_STEPS)
+    return Attribution(
+        "ig",
+        values,
+        f"Integrated Gradients from the fill to the image ({IG_STEPS} steps), summed per region; "
+        f"they sum to f(all) - f(none) within {gap:.2g}",
+    )
+
+
+def _gradcam(s: Scored) -> Attribution:
+    values, layer = _scene(s, "gradcam").grad_cam()
+    return Attribution(
+        "gradcam",
+        values,
+        f"Grad-CAM on the last convolutional layer ({layer or 'the model'}), ReLU'd, upsampled "
+        "and averaged per region; >= 0, on the layer's scale",
+    )
+
+
 #: Every method, in the order the docs and a comparison list them.
 EXPLAINERS: dict[str, Explainer] = {
     e.name: e
@@ -216,6 +255,27 @@ EXPLAINERS: dict[str, Explainer] = {
             "none: the shared sample",
             lambda k, n: 0,
             _rise,
+        ),
+        Explainer(
+            "ig",
+            "IG",
+            "Integrated Gradients from the fill to the image, summed over each region "
+            "(a local torch model)",
+            f"{IG_STEPS} forward and backward passes of one image (its path's steps), none from "
+            "the shared sample",
+            lambda k, n: IG_STEPS,
+            _ig,
+            gradients=True,
+        ),
+        Explainer(
+            "gradcam",
+            "Grad-CAM",
+            "Grad-CAM on the last convolutional layer, averaged over each region (a local "
+            "torch model with a Conv2d)",
+            "1 forward and backward pass of the image, none from the shared sample",
+            lambda k, n: 1,
+            _gradcam,
+            gradients=True,
         ),
     )
 }

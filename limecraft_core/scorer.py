@@ -4,19 +4,21 @@ The engine sends a scene (the image, the fill and the label map, once) and (N, K
 a scorer composes the perturbed images wherever its model lives and returns their scores. The
 local :class:`~limecraft_core.Classifier` implements it; so do the multi-session work queue and
 the Ray Serve client in ``serving/``, side by side and by composition (each holds what it wraps).
+A scorer may also offer gradients (:class:`GradientScorer`): the local Classifier does, for the
+gradient methods of the table of explainers; the queue and the Ray client do not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from .fill_table import Fill
 
-__all__ = ["Scorer"]
+__all__ = ["GradientScorer", "Scorer"]
 
 
 @runtime_checkable
@@ -74,5 +76,24 @@ class Scorer(Protocol):
         Returns
         -------
         (N, C) float32 tensor of raw scores.
+        """
+        ...
+
+
+@runtime_checkable
+class GradientScorer(Scorer, Protocol):
+    """A :class:`Scorer` that also offers its model's gradients (the local Classifier).
+
+    The gradient methods of the table of explainers (``ig``, ``gradcam``) need it; a scorer
+    without it (the work queue, a Ray Serve client) makes them refuse before any model pass.
+    """
+
+    def gradient_model(self) -> Any:
+        """The model as a differentiable function of the pixels
+        (:class:`~limecraft_core.gradients.GradientModel`).
+
+        Raises
+        ------
+        LimecraftError : this model gives no gradients (e.g. an ONNX graph), and why
         """
         ...

@@ -11,7 +11,9 @@ On a CPU it runs in ONNX Runtime: the module is exported to ONNX once per proces
 and served by onnxruntime, which explains a photo about 2.5 times as fast as torch does on this
 2-core CPU (fp32; ``python bench/bench_lite0_runtime.py``), with the same logits to 1e-4
 (``tests/models/test_efficientnet_lite.py``). Torch runs it on a GPU, in bf16 or fp16 when asked
-for, and everywhere with ``LIMECRAFT_LITE0_RUNTIME=torch``.
+for, and everywhere with ``LIMECRAFT_LITE0_RUNTIME=torch``. The gradient methods of the table of
+explainers (``ig``, ``gradcam``) need torch: the ONNX Runtime classifier builds the torch module
+the first time one asks (about 0.3 s) and runs them on it, so they work with either runtime.
 """
 
 from __future__ import annotations
@@ -198,6 +200,7 @@ def _classifier(spec: str, ask: Ask) -> Classifier | None:
         precision="fp32",
         channels_last=False,
         name=NAME,
+        gradient_module=build,  # ig and gradcam: the torch module, built when first asked
     )
     clf.precision_reason = ONNX_REASON
     return clf

@@ -353,7 +353,14 @@ class OnnxModule(torch.nn.Module):
     providers : list of str, the session's execution providers
     limecraft_input_size : (h, w) or None, the graph's fixed size
     description : str, one line for a sidebar or ``models`` listing
+    gradients_unavailable : str, why the gradient methods (ig, gradcam) cannot use it; the
+        :class:`~limecraft_core.Classifier` reads it
     """
+
+    gradients_unavailable = (
+        "runs in ONNX Runtime, which computes no gradients: load the model as a torch module "
+        "(a state_dict or a registry name) for gradient methods"
+    )
 
     def __init__(
         self, session: Any, graph: OnnxGraph, *, input_range: str, outputs: str, name: str

@@ -278,3 +278,26 @@ def test_proposers_bench_finds_the_watermark_and_explains_the_flips(tmp_path, ca
     md = (tmp_path / "proposers.md").read_text()
     assert "| the same, superpixels + text proposals | 1 of 1 |" in md
     assert md in capsys.readouterr().out
+
+
+def test_methods_bench_times_every_explainer_side_by_side(tmp_path, capsys):
+    """One photo at 64 px with the demo model and N = 40: every method alone, all together,
+    exact Shapley over few regions (and its refusal at the default ones); the JSON and the
+    markdown say it."""
+    _bench_main(
+        "bench_methods", "--model", "demo", "--size", "64", "--limit", "1", "--samples", "40",
+        "--shapley-k", "4", "--out", str(tmp_path),
+    )  # fmt: skip
+    r = json.loads((tmp_path / "methods.json").read_text())
+    rows = {s["methods"]: s for s in r["summary"]}
+    assert {"lime", "kernelshap", "occlusion", "rise", "ig", "gradcam", "lime + shapley"} <= set(
+        rows
+    )
+    assert all(s["seconds_alone"] > 0 for s in rows.values())
+    # from the shared sample: no passes beyond it; the gradient methods' passes are their own
+    assert rows["lime"]["extra_passes"] == rows["ig"]["extra_passes"] == 0
+    assert rows["occlusion"]["extra_passes"] > 0 and rows["ig"]["gradient_passes"] == 50
+    assert rows["lime + shapley"]["passes"] == rows["shapley"]["passes"] <= 2**4
+    assert "would cost 2^" in r["shapley_refused"]
+    md = (tmp_path / "methods.md").read_text()
+    assert "| gradcam |" in md and md in capsys.readouterr().out

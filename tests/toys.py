@@ -72,3 +72,44 @@ def boxes(size: int = 48):
         r, c = divmod(i, 4)
         seg[16 + 10 * r : 24 + 10 * r, 4 + 10 * c : 12 + 10 * c] = i + 1
     return seg
+
+
+class LinearConv(torch.nn.Module):
+    """Linear in the pixels like :class:`LinearPixels`, but through a ``Conv2d`` (3 -> 4
+    channels, 3x3, no nonlinearity), so that Grad-CAM has a layer: f(x)_c = sum(V_c * conv(x))
+    + b_c. Its gradient is the same at every x, so region r's true contribution is
+    sum over r of grad f . (x - fill)."""
+
+    def __init__(self, shape: tuple[int, int], classes: int = 3, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        with torch.no_grad():
+            self.conv.weight.copy_(torch.randn(4, 3, 3, 3, generator=g) / 3)
+            self.conv.bias.copy_(torch.randn(4, generator=g))
+        self.v = torch.nn.Parameter(
+            torch.randn(classes, 4, *shape, generator=g), requires_grad=False
+        )
+        self.b = torch.nn.Parameter(torch.randn(classes, generator=g), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.conv(x)
+        return torch.einsum("nchw,kchw->nk", a.double(), self.v.double()).float() + self.b
+
+
+class GapCNN(torch.nn.Module):
+    """A convolution (3 -> 5 channels, 3x3, stride 2), global average pooling and a linear
+    layer, with no nonlinearity: the network for which Grad-CAM is exactly the class
+    activation map, ReLU(sum_k fc[c, k] A_k) / (h' w') (Selvaraju et al. 2017, section 3.1)."""
+
+    def __init__(self, classes: int = 3, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.conv = torch.nn.Conv2d(3, 5, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(5, classes)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=g) / 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.conv(x).mean(dim=(2, 3)))

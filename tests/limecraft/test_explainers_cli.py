@@ -34,11 +34,12 @@ def test_a_line_per_method_and_the_agreement(shape, tmp_path, capsys):
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("explainers over the same"))
     titles = [e.title for e in EXPLAINERS.values()]
-    for line, title in zip(lines[head + 1 : head + 6], titles, strict=True):
+    n = len(titles)
+    for line, title in zip(lines[head + 1 : head + 1 + n], titles, strict=True):
         assert line.startswith(f"  {title}: region "), line
         assert line.count("=") == 3  # the top 3 regions with their values
-    assert lines[head + 6].startswith("agreement: ") and lines[head + 6].endswith(".")
-    assert lines[head + 7] == f"wrote {tmp_path / 'explanation.json'}"
+    assert lines[head + 1 + n].startswith("agreement: ") and lines[head + 1 + n].endswith(".")
+    assert lines[head + 2 + n] == f"wrote {tmp_path / 'explanation.json'}"
 
 
 def test_the_file_carries_the_block_and_reads_back(shape, tmp_path, capsys):
@@ -65,8 +66,9 @@ def test_without_the_option_the_file_has_no_block(shape, tmp_path):
     "names, words",
     [
         (
-            "lime,ig",
-            "explainer must be one of lime, kernelshap, shapley, occlusion, rise; got 'ig'",
+            "lime,gc",
+            "explainer must be one of lime, kernelshap, shapley, occlusion, rise, ig, gradcam; "
+            "got 'gc'",
         ),
         ("lime,lime", "names each method once"),
         (",", "needs at least one name"),
@@ -88,4 +90,18 @@ def test_exact_shapley_over_30_regions_says_what_it_would_cost(shape, tmp_path, 
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "over 30 regions would cost 2^30" in err and "use kernelshap" in err
+    assert not (tmp_path / "out" / "explanation.json").exists()
+
+
+def test_a_gradient_method_on_an_onnx_model_says_why_in_one_line(shape, tmp_path, capsys):
+    from onnx_graphs import TinyCNN, graph_file
+
+    graph_file(tmp_path / "tiny.onnx", TinyCNN())
+    code = main(
+        ["explain", str(shape), "--out", str(tmp_path / "out"), "--model",
+         str(tmp_path / "tiny.onnx"), "--samples", "20", "--explainers", "lime,ig"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "ig needs a local torch model" in err and "computes no gradients" in err
     assert not (tmp_path / "out" / "explanation.json").exists()

@@ -1,0 +1,255 @@
+"""The explainers side by side on EfficientNet-Lite0: wall time and model passes of each method.
+
+For each photo (scikit-image's chelsea, coffee and astronaut by default, or the files of
+``--images``; ImageNet's evaluation view, 256 then centre 224), the table of explainers'
+methods each run alone through :func:`limecraft_core.compare_explainers` at the engine's
+defaults (quickshift with lime's parameters, N = 1600, the mean fill, probabilities), then all
+of them in one call, **round-robin**: the order of the runs rotates from photo to photo, so a
+slow spell of the shared machine hits every method alike.
+
+A run alone always scores the shared sample (the target is read from its first row), so a
+method's own cost is its **marginal** time: its run's wall time minus the median run of RISE,
+which attributes from the shared sample alone. Its passes are the model passes of its run
+beyond the shared sample's (each distinct mask once); the gradient methods make none there,
+and their forward and backward passes of one image are the table's (``Explainer.passes``).
+Exact Shapley refuses the default regions (K > 10; its message gives the cost); it is timed
+over a SLIC segmentation of at most ``--shapley-k`` regions instead, with LIME beside it.
+
+``--carton DIR`` adds the ImageNet-W part: the photos of DIR whose top-1 the watermark turns
+into ``carton`` (as ``bench_proposers.py`` finds them), each explained for ``carton`` with
+superpixels plus the watermark's box as a drawn region; for each method, on how many photos the
+watermark's region comes first (the largest value).
+
+    python bench/bench_methods.py
+    python bench/bench_methods.py --carton /tmp/imagenet --carton-limit 12
+
+Writes methods.json and methods.md to ``--out`` (default bench/results) unless ``--no-write``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from _common import ROOT  # first: it puts the repository on sys.path
+
+from limecraft_core.threads import set_thread_policy
+
+set_thread_policy()  # before torch loads (limecraft_core/threads.py)
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+from bench_watermark import CARTON, SUFFIXES, eval_crop, eval_view
+from PIL import Image
+
+import limecraft_core as lc
+from limecraft_core._validate import as_float_image
+from limecraft_core.edits.watermark import add_watermark, watermark_mask
+
+PHOTOS = ("chelsea", "coffee", "astronaut")
+BASE = "rise"  # attributes from the shared sample alone: its run is the shared sample's cost
+
+
+def photos(images: str | None, size: int) -> list[tuple[str, np.ndarray]]:
+    """(name, (size, size, 3) uint8) photos: skimage.data's, or a folder's files."""
+    if images:
+        files = sorted(p for p in Path(images).iterdir() if p.suffix.lower() in SUFFIXES)
+        return [(p.name, eval_crop(p, size, round(size * 8 / 7))) for p in files]
+    from skimage import data
+
+    out = []
+    for name in PHOTOS:
+        img = Image.fromarray(getattr(data, name)()).convert("RGB")
+        out.append((name, eval_view(img, size, round(size * 8 / 7))))
+    return out
+
+
+def _run(image, model, regions, methods, cfg) -> tuple[float, lc.Comparison | str]:
+    t = time.perf_counter()
+    try:
+        cmp = lc.compare_explainers(image, model, regions, methods, config=cfg)
+    except lc.LimecraftError as e:
+        return time.perf_counter() - t, str(e)
+    return time.perf_counter() - t, cmp
+
+
+def side_by_side(shots, model, cfg, shapley_k: int) -> dict:
+    """Every method alone and all together on each photo, round-robin; shapley on few regions."""
+    alone = [n for n in lc.EXPLAINERS if n != "shapley"]
+    runs = [*[(m,) for m in alone], tuple(alone), ("shapley",), ("lime", "shapley")]
+    rows: dict[str, list[dict]] = {" + ".join(r): [] for r in runs}
+    few = cfg.replace(segmentation="slic", n_segments=shapley_k)
+    refused = ""
+    for i, (name, image) in enumerate(shots):
+        regs = lc.prepare_regions(as_float_image(image), cfg.segmentation)[0]
+        small = lc.prepare_regions(as_float_image(image), few.segmentation)[0]
+        k = i % len(runs)
+        for methods in runs[k:] + runs[:k]:  # the order rotates photo by photo
+            on_few = "shapley" in methods
+            seconds, got = _run(image, model, small if on_few else regs, methods, cfg)
+            if methods == ("shapley",) and i == 0:  # once: at the default regions it refuses
+                said = _run(image, model, regs, methods, cfg)[1]
+                refused = said if isinstance(said, str) else f"it ran (K = {regs.n_regions})"
+            if isinstance(got, str):
+                raise SystemExit(f"{methods} on {name}: {got}")
+            rows[" + ".join(methods)].append(
+                {"photo": name, "seconds": seconds, "passes": got.passes, "k": got.n_regions}
+            )
+            print(f"{name} {methods}: {seconds:.1f} s, {got.passes} passes", file=sys.stderr)
+    return {"rows": rows, "shapley_refused": refused, "alone": alone}
+
+
+def summary(r: dict, n: int) -> list[dict]:
+    """One line per method: median wall time alone, marginal time and passes (module doc)."""
+    rows = r["rows"]
+    med = {key: statistics.median(x["seconds"] for x in v) for key, v in rows.items()}
+    base = med[BASE]
+    shared = {x["photo"]: x["passes"] for x in rows[BASE]}  # the shared sample's, deduplicated
+    out = []
+    for key, v in rows.items():
+        few = "shapley" in key  # over other regions: no shared-sample reference
+        extra = None if few else statistics.median(x["passes"] - shared[x["photo"]] for x in v)
+        e = lc.EXPLAINERS.get(key)
+        out.append(
+            {
+                "methods": key,
+                "k": statistics.median(x["k"] for x in v),
+                "seconds_alone": med[key],
+                "marginal_seconds": None if few else med[key] - base,
+                "passes": statistics.median(x["passes"] for x in v),
+                "extra_passes": extra,
+                "gradient_passes": e.passes(0, n) if e is not None and e.gradients else 0,
+            }
+        )
+    return out
+
+
+def carton(folder: str, model, cfg, limit: int, batch: int = 50) -> dict:
+    """On the photos the watermark turns into carton: which method puts the watermark first."""
+    files = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in SUFFIXES)
+    flips = []
+    for k in range(0, len(files), batch):
+        views = [eval_crop(p) for p in files[k : k + batch]]
+        marked = [add_watermark(v).image for v in views]
+        pc = np.asarray(model.predict(np.stack(views))).argmax(1)
+        pm = np.asarray(model.predict(np.stack(marked))).argmax(1)
+        flips += [
+            (files[k + i].name, marked[i]) for i in np.flatnonzero((pm == CARTON) & (pc != CARTON))
+        ]
+        if len(flips) >= limit:
+            break
+    flips = flips[:limit]
+    box = watermark_mask(224, 224, box=True)
+    methods = [n for n in lc.EXPLAINERS if n != "shapley"]
+    first = dict.fromkeys(methods, 0)
+    rows = []
+    for j, (name, image) in enumerate(flips):
+        regs = lc.prepare_regions(
+            as_float_image(image), cfg.segmentation, regions_mask=[box], names=["watermark"]
+        )[0]
+        wm = regs.names.index("watermark")
+        t = time.perf_counter()
+        cmp = lc.compare_explainers(image, model, regs, methods, config=cfg, target=CARTON)
+        tops = {m: int(np.argmax(cmp.values(m))) for m in methods}
+        for m in methods:
+            first[m] += tops[m] == wm
+        rows.append(
+            {
+                "file": name,
+                "k": cmp.n_regions,
+                "watermark_first": [m for m in methods if tops[m] == wm],
+                "agreement": cmp.agreement.sentence,
+                "seconds": round(time.perf_counter() - t, 1),
+            }
+        )
+        print(f"carton {j + 1}/{len(flips)}: {rows[-1]}", file=sys.stderr, flush=True)
+    return {"photos": len(rows), "watermark_first": first, "rows": rows}
+
+
+def markdown(r: dict) -> str:
+    lines = [
+        "# The explainers side by side on EfficientNet-Lite0",
+        "",
+        f"{r['machine']}; `{r['command']}`; {r['photos']} photos ({', '.join(r['names'])}), "
+        f"224 px, the engine's defaults (N = {r['samples']}, quickshift, K median "
+        f"{r['k_default']:g}), {r['runtime']}. Medians over the photos; each run alone scores "
+        f"the shared sample too, so a method's own cost is its marginal time (its run minus "
+        f"{BASE}'s).",
+        "",
+        "| methods | K | seconds alone | marginal seconds | model passes | beyond the shared "
+        "sample | forward + backward passes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in r["summary"]:
+        marg = "" if s["marginal_seconds"] is None else f"{s['marginal_seconds']:+.1f}"
+        extra = "" if s["extra_passes"] is None else f"{s['extra_passes']:g}"
+        lines.append(
+            f"| {s['methods']} | {s['k']:g} | {s['seconds_alone']:.1f} | {marg} | "
+            f"{s['passes']:g} | {extra} | {s['gradient_passes']} |"
+        )
+    lines += ["", f"Exact Shapley at the default regions: {r['shapley_refused']}"]
+    c = r.get("carton")
+    if c:
+        n = c["photos"]
+        lines += [
+            "",
+            f"## The watermark as a drawn region, on {n} photos the watermark turns into carton",
+            "",
+            "| method | watermark's region first for carton |",
+            "|---|---|",
+            *(f"| {m} | {v} of {n} |" for m, v in c["watermark_first"].items()),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", help="a folder of photos (default: skimage.data's three)")
+    ap.add_argument("--limit", type=int, default=3, help="photos at most")
+    ap.add_argument("--size", type=int, default=224, help="the photos' side, in pixels")
+    ap.add_argument("--model", default="efficientnet_lite0")
+    ap.add_argument("--samples", type=int, help="N (default: the engine's)")
+    ap.add_argument("--shapley-k", type=int, default=10, help="regions for exact Shapley's row")
+    ap.add_argument("--carton", help="a folder of ImageNet photos for the watermark part")
+    ap.add_argument("--carton-limit", type=int, default=12)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args(argv)
+    from models import registry
+
+    model = registry.load_classifier(a.model, precision="fp32")
+    cfg = lc.ExplainConfig() if a.samples is None else lc.ExplainConfig.from_flat(samples=a.samples)
+    shots = photos(a.images, a.size)[: a.limit]
+    t0 = time.perf_counter()
+    r = side_by_side(shots, model, cfg, a.shapley_k)
+    r["summary"] = summary(r, cfg.sampling.samples)
+    r.update(
+        command="python bench/bench_methods.py " + " ".join(argv or sys.argv[1:]),
+        machine=f"{platform.machine()}, {os.cpu_count()} cores",
+        runtime=model.precision_reason.split(":")[0],
+        photos=len(shots),
+        names=[n for n, _ in shots],
+        samples=cfg.sampling.samples,
+        k_default=statistics.median(x["k"] for x in r["rows"]["lime"]),
+    )
+    if a.carton:
+        r["carton"] = carton(a.carton, model, cfg, a.carton_limit)
+    r["seconds"] = round(time.perf_counter() - t0, 1)
+    text = markdown(r)
+    print(text)
+    if not a.no_write:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "methods.json").write_text(json.dumps(r, indent=2) + "\n")
+        (out / "methods.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
