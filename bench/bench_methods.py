@@ -56,15 +56,15 @@ PHOTOS = ("chelsea", "coffee", "astronaut")
 BASE = "rise"  # attributes from the shared sample alone: its run is the shared sample's cost
 
 
-def photos(images: str | None, size: int) -> list[tuple[str, np.ndarray]]:
-    """(name, (size, size, 3) uint8) photos: skimage.data's, or a folder's files."""
+def photos(images: str | None, size: int, limit: int) -> list[tuple[str, np.ndarray]]:
+    """(name, (size, size, 3) uint8) photos: skimage.data's, or a folder's first files."""
     if images:
         files = sorted(p for p in Path(images).iterdir() if p.suffix.lower() in SUFFIXES)
-        return [(p.name, eval_crop(p, size, round(size * 8 / 7))) for p in files]
+        return [(p.name, eval_crop(p, size, round(size * 8 / 7))) for p in files[:limit]]
     from skimage import data
 
     out = []
-    for name in PHOTOS:
+    for name in PHOTOS[:limit]:
         img = Image.fromarray(getattr(data, name)()).convert("RGB")
         out.append((name, eval_view(img, size, round(size * 8 / 7))))
     return out
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
 
     model = registry.load_classifier(a.model, precision="fp32")
     cfg = lc.ExplainConfig() if a.samples is None else lc.ExplainConfig.from_flat(samples=a.samples)
-    shots = photos(a.images, a.size)[: a.limit]
+    shots = photos(a.images, a.size, a.limit)
     t0 = time.perf_counter()
     r = side_by_side(shots, model, cfg, a.shapley_k)
     r["summary"] = summary(r, cfg.sampling.samples)

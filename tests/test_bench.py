@@ -296,8 +296,8 @@ def test_methods_bench_times_every_explainer_side_by_side(tmp_path, capsys):
     assert all(s["seconds_alone"] > 0 for s in rows.values())
     # from the shared sample: no passes beyond it; the gradient methods' passes are their own
     assert rows["lime"]["extra_passes"] == rows["ig"]["extra_passes"] == 0
-    assert rows["occlusion"]["extra_passes"] > 0 and rows["ig"]["gradient_passes"] == 50
+    assert 0 <= rows["occlusion"]["extra_passes"] <= 4 and rows["ig"]["gradient_passes"] == 50
     assert rows["lime + shapley"]["passes"] == rows["shapley"]["passes"] <= 2**4
-    assert "would cost 2^" in r["shapley_refused"]
+    assert r["shapley_refused"] == "it ran (K = 4)"  # the demo's 64 px quickshift: K <= 10
     md = (tmp_path / "methods.md").read_text()
     assert "| gradcam |" in md and md in capsys.readouterr().out
