@@ -3,10 +3,11 @@
 After the explain phase has grouped the strongest regions into findings (:mod:`.findings`),
 :func:`prove_findings` runs :func:`~.proof.prove` on the first ``PROVE_TOP`` of them:
 
-- **removal** over the finding's images (at most ``REMOVAL_IMAGES``: the medoid, then the most
-  alike by membership), each with its own region of the finding (the image's label map == the
-  region id kept in the finding);
-- **insertion** of the medoid's region into up to ``CLEAN_IMAGES`` clean images: explained
+- **removal** over the finding's images predicted its main class (at most ``REMOVAL_IMAGES``:
+  the medoid first when it is one, then the most alike by membership), each with its own region
+  of the finding (the image's label map == the region id kept in the finding);
+- **insertion** of the medoid's region (or, when the medoid is of another class, the first of
+  those images') into up to ``CLEAN_IMAGES`` clean images: explained
   images of other classes that are not members, the least alike to the finding first (so that
   none carries it already).
 
@@ -90,7 +91,12 @@ def _prove_one(
         return replace(f, sentence=f"{f.sentence} {note}")
     likeness = dict(f.membership)
     regions = dict(f.regions)
-    order = sorted(regions, key=lambda key: (key != f.medoid, -likeness.get(key, 0.0), key))
+    # removal reads the suspect class, so only in the members predicted it (a finding of
+    # several classes, e.g. the "outside" one, is proved on its main class)
+    order = sorted(
+        (key for key in regions if rows[key].label == label),
+        key=lambda key: (key != f.medoid, -likeness.get(key, 0.0), key),
+    )
     images, masks = [], []
     for key in order[:REMOVAL_IMAGES]:
         image, segments = load(key)
