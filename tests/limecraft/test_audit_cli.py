@@ -153,7 +153,7 @@ def test_the_audit_finds_the_shortcut_in_the_demo_set(mixed, tmp_path):
     doc = json.loads((out / "audit.json").read_text())["findings"]
     assert doc["proved"] and doc["discovered"]
     outside = next(f for f in doc["discovered"] if f["kind"] == "outside")
-    assert outside["intervention"] is not None and outside["truth"]["images"] == 20
+    assert outside["intervention"]["confirmed"] and outside["truth"]["images"] == 20
     assert outside["truth"]["positives"] == 10 and 0 <= outside["truth"]["auroc"] <= 1
     said = [line for line in p.stdout.splitlines() if "against --truth (20 images, 10 with" in line]
     assert len(said) == len(doc["discovered"])
