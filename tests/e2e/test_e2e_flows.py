@@ -453,6 +453,7 @@ def test_compare_explainers_then_accept_the_merge_and_compare_again(page, app_ur
     and Compare again the page sets the agreement before the merge beside the one now."""
     open_app(page, app_url)
     choose(page, "Sample gallery", COMPARE_SAMPLE)
+    choose(page, "Registry", "demo")  # after the photo, which brings the real model with it
     open_expander(page, "Settings")
     enter(page, page.get_by_role("spinbutton", name="Samples", exact=True), 60)
     click(page, page.get_by_role("button", name="Explain", exact=True), timeout=180_000)
