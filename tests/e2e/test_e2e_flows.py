@@ -35,9 +35,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 COORDS = 'iframe[title="streamlit_image_coordinates.streamlit_image_coordinates"]'
 HEIGHT = 1100
 #: A gallery image whose explainers, over the app's default superpixels (SLIC, 36 regions),
-#: disagree over two adjacent regions that interact: with the demo model and 60 samples, the
-#: merge test flags regions 30 and 35 (index 0.29 against a threshold of 0.04, 4.4 standard
-#: errors from zero)
+#: disagree over two adjacent regions that interact: with the demo model and 60 samples the
+#: merge test flags regions 18 and 21 (index 0.18, the threshold 0.022)
 COMPARE_SAMPLE = "page-watermark"
 
 
