@@ -38,7 +38,11 @@ def test_a_line_per_method_and_the_agreement(shape, tmp_path, capsys):
         assert line.startswith(f"  {title}: region "), line
         assert line.count("=") == 3  # the top 3 regions with their values
     assert lines[head + 6].startswith("agreement: ") and lines[head + 6].endswith(".")
-    assert lines[head + 7] == f"wrote {tmp_path / 'explanation.json'}"
+    # the merge test over the 6 regions, from the exact table (K <= SHAPLEY_MAX_K)
+    merge = json.loads((tmp_path / "explanation.json").read_text())["explainers"]["merge"]
+    assert lines[head + 7].startswith("merge (exact Shapley interaction index; a merge needs ")
+    assert lines[head + 7].endswith(merge["sentence"])
+    assert lines[head + 8] == f"wrote {tmp_path / 'explanation.json'}"
 
 
 def test_the_file_carries_the_block_and_reads_back(shape, tmp_path, capsys):
