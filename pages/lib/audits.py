@@ -138,13 +138,17 @@ def create(app: AppAudit) -> tuple[str, Path]:
 MODEL_DIR = "model"
 
 
-def keep_model(folder: Path, app: AppAudit) -> AppAudit:
+def keep_model(folder: Path, app: AppAudit, uploads: str | Path | None = None) -> AppAudit:
     """An audit of an uploaded model keeps its own copy of the model file (and of an ONNX
     file's weights beside it) in ``<audit>/model/``: the upload lives in the session's own
-    folder, gone with the session, and the audit must stay inspectable, resumable and provable
-    after it. A registry name is kept as it is. Returns the app record that names the copy."""
+    folder (``uploads``, default ``state.tmpdir()``), gone with the session, and the audit must
+    stay inspectable, resumable and provable after it. A registry name, or a file outside the
+    session's uploads, is kept as it is. Returns the app record that names the copy."""
     name = str(app.model.get("name") or "")
     if not name or not os.path.isfile(name):
+        return app
+    home = Path(state.tmpdir() if uploads is None else uploads).resolve()
+    if not Path(name).resolve().is_relative_to(home):
         return app
     dest = folder / MODEL_DIR
     shutil.copytree(Path(name).parent, dest, dirs_exist_ok=True)
