@@ -1,6 +1,7 @@
 """Audit: where does the model look across a dataset? Run an audit (the demo set, or a zip of
-images and masks), or open one the command line made; read the findings, the location map and
-the flagged images, and open any image on Explain or Inspect with its regions in place."""
+images and masks), or open one the command line made; read the proved findings first (as
+audit.html), then the location map and the flagged images; open an exemplar on Inspect with the
+finding's region named, paste a finding into other images, or open any image with its regions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The app's audits: where they live, how one runs with progress and Cancel, and how one of its
-images opens on Explain or Inspect.
+"""The app's audits: where they live, how one runs (and is proved) with progress and Cancel, and
+how one of its images, or a finding, opens on Explain or Inspect.
 
 An audit is a folder in the layout of :mod:`limecraft_core.io.audit_folder` (the CLI's ``--out``
 folder, so either opens the other's), under ``<store folder>/audits/<id>/``, with:
@@ -7,6 +7,7 @@ folder, so either opens the other's), under ``<store folder>/audits/<id>/``, wit
 - ``dataset/``: the images to audit (the demo set, or an uploaded zip, unpacked), with their
   expected masks in ``dataset/masks/`` and, for the demo set, the tags in ``dataset/tags/``;
 - ``app.json``: who made it, with which model and settings (so a reload or Resume can go on);
+- ``model/``: a copy of an uploaded model (the upload goes with its session; the audit stays);
 - the audit's own files, written per image as it finishes.
 
 The audit's id is in the page address (``?audit=...``), so a reload brings it back; with
