@@ -155,14 +155,31 @@ def paste_starts_from_the_finding(at, audit) -> None:
 
 
 def reload_keeps_the_findings(aid: str, audit) -> None:
-    """A new session on the page address (a reload, a new tab) finds the audit on disk."""
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["audit"] = aid
-    at.run()
-    at.switch_page(AUDIT).run()
-    assert not at.exception, at.exception
+    """A new session on the page address (a reload, a new tab) finds the audit on disk; one
+    stopped while proving offers to prove it, and proves it as the first run did."""
+
+    def new_tab() -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=300)
+        at.query_params["audit"] = aid
+        at.run()
+        at.switch_page(AUDIT).run()
+        assert not at.exception, at.exception
+        return at
+
+    at = new_tab()
     assert audit.findings.headline in [e.value for e in at.error]
     assert any(m.value.startswith("| test |") for m in at.markdown)
+    assert not [b for b in at.button if b.key == "audit_prove"]
+    folder = audit.folder.path
+    app = audits.read_app(folder)
+    audits.write_findings(folder, app, audits.plan(folder, app), complete=True)  # unproved
+    at = new_tab()
+    assert not load_audit(folder).findings.proved
+    at.button(key="audit_prove").click().run()
+    assert not at.exception, at.exception
+    again = load_audit(folder).findings
+    assert again.proved and again.headline == audit.findings.headline  # the same seeds
+    assert again.discovered[0].intervention == audit.findings.discovered[0].intervention
 
 
 def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):
