@@ -22,6 +22,22 @@
     python bench/bench_audit.py --images 8 --throughput-images 4 --samples 100 --rounds 1 --no-ray
 
 Writes bench/results/audit.json and audit.md, and prints the Markdown.
+
+3. **The real case** (``--real DIR``, instead of 1 and 2): ``--real-images`` public photos
+   picked by ``--real-seed``, each resized and centre-cropped to 224 px, every other one of the
+   seeded order with the ImageNet-W watermark (``add_watermark``, as ``python -m limecraft
+   watermark`` draws it). The truth: which carry it, its box, and whether it changes
+   ``--real-model``'s top-1. Three audits, each ``python -m limecraft audit DIR --out OUT
+   --model efficientnet_lite0 --resume`` with no masks: as it comes, with ``--propose text``,
+   and on the clean half alone (the null folder). Each ``discovered`` finding of audit.json is
+   scored: its mask's IoU with the watermark's box at its grid, the precision of the images it
+   lists (share watermarked), its recall over the images whose top-1 the watermark changes, and
+   the AUROC and AP of its membership against "carries the watermark"; and images per minute.
+   The runs resume (``--work`` keeps them; a smaller ``--real-images`` is a subset of a larger).
+
+    nice -n 10 python bench/bench_audit.py --real /tmp/imagenet --real-images 100 --work W
+
+   Writes bench/results/audit_real.json and audit_real.md.
 """
 
 from __future__ import annotations
@@ -258,8 +274,10 @@ def prepare_real(
     picked = sorted(files[i] for i in order)
     marked = {files[i].stem for i in order[::2]}
     model = registry.load_classifier(model_name, precision="fp32")
-    (work / "images").mkdir(parents=True, exist_ok=True)
-    (work / "clean").mkdir(exist_ok=True)
+    for folder in (work / "images", work / "clean"):  # a smaller n: no photo of a larger one
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.png"):
+            old.unlink()
     truth = {}
     for p in picked:
         view = eval_crop(p, size, round(size * 256 / 224))
@@ -287,16 +305,27 @@ def real_audit(images: Path, out: Path, model: str, *args: str) -> dict:
         doc = json.loads(done.read_text())
         if doc.get("complete"):
             return doc
-    before = json.loads(done.read_text())["run"] if done.exists() else None
     print("python -m limecraft " + " ".join(argv), flush=True)
     code = cli(argv)
+    doc = json.loads(done.read_text())
+    # every run's own timing, an interrupted one's too: a resumed audit's images per minute is
+    # all its images over all its runs' seconds
+    log = out / "bench-runs.json"
+    runs = [*(json.loads(log.read_text()) if log.exists() else []), doc["run"]]
+    log.write_text(json.dumps(runs))
     if code not in (0, 2):  # 2: finished, with error rows
         raise SystemExit(f"the audit into {out} exited with {code}: rerun to resume it")
     said.write_text(json.dumps(argv))
-    doc = json.loads(done.read_text())
-    if before and before.get("explained") and not doc["run"].get("explained"):
-        doc["run"] = {**before, "timed_in": "the earlier run that explained the images"}
     return doc
+
+
+def overall_rate(out: Path, doc: dict) -> dict:
+    """Images explained, seconds and images per minute over all the runs of one audit."""
+    log = out / "bench-runs.json"
+    runs = [r for r in (json.loads(log.read_text()) if log.exists() else [doc["run"]])]
+    n, sec = sum(r.get("explained", 0) for r in runs), sum(r.get("seconds", 0) for r in runs)
+    return {"explained": n, "seconds": round(sec, 1), "runs": len(runs),
+            "images_per_minute": round(60 * n / sec, 2) if sec else None}  # fmt: skip
 
 
 def reuse_finished(done: Path, out: Path, names: list[str]) -> None:
@@ -413,7 +442,8 @@ def real_case(args: argparse.Namespace) -> dict:
         result["runs"][name] = {
             "command": "python -m limecraft audit " + " ".join(
                 [folder.name + "/", "--out", "OUT", "--model", args.real_model, *extra]),
-            **score_run(doc, files, box, truth["size"]), "bench_seconds": round(time.perf_counter() - t, 1),
+            **score_run(doc, files, box, truth["size"]),
+            "overall": overall_rate(out, doc), "bench_seconds": round(time.perf_counter() - t, 1),
         }  # fmt: skip
         print(name, json.dumps({k: v for k, v in result["runs"][name].items() if k != "all"}),
               flush=True)  # fmt: skip
@@ -476,7 +506,7 @@ def markdown_real(r: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, run in r["runs"].items():
-        rate = run["run"].get("images_per_minute")
+        rate = run["overall"]["images_per_minute"]
         for label, f in (("headline", run["headline"]), (
             f"nearest the watermark (#{run['nearest_watermark_rank']})",
             run["nearest_watermark"] if run["nearest_watermark_rank"] not in (None, 1) else None,
@@ -493,9 +523,10 @@ def markdown_real(r: dict) -> str:
                 f"({_f(f['recall_changed'])}) | {_f(f['auroc'])} | {_f(f['ap'])} | {rate} |"
             )
     for name, run in r["runs"].items():
+        o = run["overall"]
         lines += ["", f"**{name}** (`{run['command']}`; {run['images']} images, "
-                  f"{run['errors']} errors, {run['run'].get('seconds')} s, "
-                  f"{run['run'].get('explained')} explained in this run):", ""]  # fmt: skip
+                  f"{run['errors']} errors; {o['explained']} explained in {o['seconds']} s over "
+                  f"{o['runs']} run(s) of the command, resumed):", ""]  # fmt: skip
         lines.append(f'- the headline: "{run["headline_sentence"]}"')
         lines += [f"- finding {i + 1} ({f['risk']}, IoU {f['mask_iou']:.2f}, precision "
                   f"{_f(f['precision'])}, AUROC {_f(f['auroc'])}): {f['sentence']}"
