@@ -380,6 +380,39 @@ def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, siz
     }  # fmt: skip
 
 
+def per_image(doc: dict, truth: dict, box_cells: list, size: int) -> dict:
+    """What each image's row says, before any grouping: how many watermarked (and clean) images
+    have a described strong region on the watermark (IoU with its box at least bench_proposers'
+    ``IOU_FOUND``, at the rows' grid), and the border flag's precision and recall (the audit's
+    one flag without masks)."""
+    from bench_proposers import IOU_FOUND, iou
+
+    from limecraft_core.audit.regions import REGION_GRID, unpack_mask
+
+    box = box_on_grid(box_cells, size, REGION_GRID)
+
+    def on_box(regions: list) -> bool:
+        return any(iou(unpack_mask(d["mask"]), box) >= IOU_FOUND for d in regions)
+
+    on = {r["file"] for r in doc["rows"] if on_box(r.get("regions") or [])}
+    top_on = {r["file"] for r in doc["rows"] if on_box((r.get("regions") or [])[:1])}
+    marked = {k for k, t in truth.items() if t["marked"]}
+    changed = {k for k in marked if truth[k]["top1_clean"] != truth[k]["top1_marked"]}
+    flagged = {r["file"] for r in doc["rows"] if r.get("flags")}
+    return {
+        "marked": len(marked),
+        "strong_region_on_watermark": {"marked": len(on & marked), "clean": len(on - marked),
+                                       "changed": len(on & changed)},
+        "top_region_on_watermark": {"marked": len(top_on & marked), "clean": len(top_on - marked),
+                                    "changed": len(top_on & changed)},
+        "border_flag": {
+            "flagged": len(flagged),
+            "precision": round(len(flagged & marked) / len(flagged), 3) if flagged else None,
+            "changed_flagged": len(flagged & changed),
+        },
+    }  # fmt: skip
+
+
 def score_run(doc: dict, truth: dict, box_cells: list, size: int = 224) -> dict:
     """A whole audit's findings scored: the headline, and the finding nearest the watermark."""
     files_by_key = {r["key"]: r["file"] for r in doc["rows"]}
@@ -398,6 +431,7 @@ def score_run(doc: dict, truth: dict, box_cells: list, size: int = 224) -> dict:
         "nearest_watermark_rank": None if best is None else best + 1,
         "nearest_watermark": None if best is None else found[best],
         "all": found,
+        "per_image": per_image(doc, {k: truth[k] for k in files_by_key.values()}, box_cells, size),
         "run": doc["run"],
     }
 
@@ -506,7 +540,7 @@ def markdown_real(r: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, run in r["runs"].items():
-        rate = run["overall"]["images_per_minute"]
+        rate = run["overall"]["images_per_minute"] or "(kept from the default run)"
         for label, f in (("headline", run["headline"]), (
             f"nearest the watermark (#{run['nearest_watermark_rank']})",
             run["nearest_watermark"] if run["nearest_watermark_rank"] not in (None, 1) else None,
@@ -528,6 +562,22 @@ def markdown_real(r: dict) -> str:
                   f"{run['errors']} errors; {o['explained']} explained in {o['seconds']} s over "
                   f"{o['runs']} run(s) of the command, resumed):", ""]  # fmt: skip
         lines.append(f'- the headline: "{run["headline_sentence"]}"')
+        pi = run["per_image"]
+        m = pi["marked"]
+        s_, t_, b_ = (
+            pi["strong_region_on_watermark"],
+            pi["top_region_on_watermark"],
+            pi["border_flag"],
+        )
+        lines += [
+            f"- before grouping: one of the (up to 3) strong regions an image's row describes lies on "
+            f"the watermark (IoU >= 0.3 with its box) in {s_['marked']} "
+            f"of {m} watermarked images ({s_['changed']} of {r['changed']} with a changed top-1) and "
+            f"{s_['clean']} clean ones; the top region does in {t_['marked']} ({t_['changed']} of "
+            f"{r['changed']} changed)",
+            f"- the border flag: {b_['flagged']} images, precision {_f(b_['precision'])}, "
+            f"{b_['changed_flagged']} of {r['changed']} changed",
+        ]
         lines += [f"- finding {i + 1} ({f['risk']}, IoU {f['mask_iou']:.2f}, precision "
                   f"{_f(f['precision'])}, AUROC {_f(f['auroc'])}): {f['sentence']}"
                   for i, f in enumerate(run["all"])]  # fmt: skip

@@ -319,14 +319,19 @@ def test_audit_bench_scores_a_finding_against_the_watermark_box():
     """score_run on a hand-made audit.json: a finding whose mask is the watermark's box at its
     grid (IoU 1) listing 2 marked images and 1 clean one, its membership ranking all marked
     images first (AUROC 1)."""
-    import numpy as np
+
+    from limecraft_core.edits.watermark import watermark_mask
 
     with _process_state_kept():  # the script sets its thread policy and environment
         sys.path.insert(0, str(ROOT / "bench"))
         bench = importlib.import_module("bench_audit")
-    from limecraft_core.edits.watermark import watermark_mask
+        _check_scores(bench, watermark_mask(224, 224, box=True))
 
-    box = np.argwhere(watermark_mask(224, 224, box=True)).tolist()
+
+def _check_scores(bench, box_mask) -> None:
+    import numpy as np
+
+    box = np.argwhere(box_mask).tolist()
     cells = np.argwhere(bench.box_on_grid(box, 224, 32)).tolist()
     truth = {
         "a.png": {"marked": True, "top1_clean": 1, "top1_marked": 478},  # changed
@@ -352,3 +357,6 @@ def test_audit_bench_scores_a_finding_against_the_watermark_box():
     assert s["headline_is_watermark"] and h["mask_iou"] == 1.0
     assert h["precision"] == round(2 / 3, 3) and (h["changed_listed"], h["changed"]) == (1, 2)
     assert h["recall_changed"] == 0.5 and h["auroc"] == 1.0 and h["ap"] == 1.0
+    # the rows describe no region here: none lies on the watermark; none is flagged
+    assert s["per_image"]["strong_region_on_watermark"] == {"marked": 0, "clean": 0, "changed": 0}
+    assert s["per_image"]["border_flag"]["flagged"] == 0
