@@ -22,6 +22,22 @@
     python bench/bench_audit.py --images 8 --throughput-images 4 --samples 100 --rounds 1 --no-ray
 
 Writes bench/results/audit.json and audit.md, and prints the Markdown.
+
+3. **The real case** (``--real DIR``, instead of 1 and 2): ``--real-images`` public photos
+   picked by ``--real-seed``, each resized and centre-cropped to 224 px, every other one of the
+   seeded order with the ImageNet-W watermark (``add_watermark``, as ``python -m limecraft
+   watermark`` draws it). The truth: which carry it, its box, and whether it changes
+   ``--real-model``'s top-1. Three audits, each ``python -m limecraft audit DIR --out OUT
+   --model efficientnet_lite0 --resume`` with no masks: as it comes, with ``--propose text``,
+   and on the clean half alone (the null folder). Each ``discovered`` finding of audit.json is
+   scored: its mask's IoU with the watermark's box at its grid, the precision of the images it
+   lists (share watermarked), its recall over the images whose top-1 the watermark changes, and
+   the AUROC and AP of its membership against "carries the watermark"; and images per minute.
+   The runs resume (``--work`` keeps them; a smaller ``--real-images`` is a subset of a larger).
+
+    nice -n 10 python bench/bench_audit.py --real /tmp/imagenet --real-images 100 --work W
+
+   Writes bench/results/audit_real.json and audit_real.md.
 """
 
 from __future__ import annotations
@@ -41,11 +57,14 @@ import contextlib
 import io
 import json
 import platform
+import shlex
+import sys
 import tempfile
 import time
 
 import numpy as np
 import torch
+from PIL import Image as PILImage
 
 from limecraft.cli import main as cli
 from limecraft_core import Explanation
@@ -138,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         help="folder for the generated images and every audit's files (default: a new "
         "temporary folder, kept)",
     )
+    add_real_arguments(ap)
     args = ap.parse_args(argv)
+    if args.real:
+        args.argv = list(sys.argv[1:] if argv is None else argv)
+        return real_main(args)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="lc-bench-audit-"))
     result: dict = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores",
@@ -221,6 +244,344 @@ def main(argv: list[str] | None = None) -> int:
     (out / "audit.md").write_text(md)
     print(md)
     return 0
+
+
+# --- the real case: public photos, half watermarked, audited as they come (issue 51, item 5) ---
+
+REAL_SEED = 5151
+#: The headline "is the watermark" when its mask's IoU with the watermark's box reaches this.
+WATERMARK_IOU = 0.5
+
+
+def prepare_real(
+    photos: Path, work: Path, n: int, seed: int, model_name: str, size: int = 224
+) -> dict:
+    """``n`` photos picked by ``seed``, each in ImageNet's evaluation view (``size`` px); half of
+    them (picked by the same seed) carry the ImageNet-W watermark. Writes ``work/images`` (all),
+    ``work/clean`` (the clean half alone, the null folder) and returns the truth: which carry the
+    watermark, the watermark's box, and the top-1 of each photo with and without it."""
+    from bench_watermark import SUFFIXES, eval_crop
+
+    from limecraft_core.edits.watermark import add_watermark, watermark_mask
+    from models import registry
+
+    files = sorted(p for p in photos.rglob("*") if p.suffix.lower() in SUFFIXES)
+    if len(files) < n:
+        raise SystemExit(f"--real {photos}: {len(files)} photos, fewer than --real-images {n}")
+    # one seeded order: the first n photos of it, every other one watermarked (so a smaller n
+    # is a subset of a larger one, with the same photos watermarked)
+    order = np.random.default_rng(seed).permutation(len(files))[:n]
+    picked = sorted(files[i] for i in order)
+    marked = {files[i].stem for i in order[::2]}
+    model = registry.load_classifier(model_name, precision="fp32")
+    for folder in (work / "images", work / "clean"):  # a smaller n: no photo of a larger one
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.png"):
+            old.unlink()
+    truth = {}
+    for p in picked:
+        view = eval_crop(p, size, round(size * 256 / 224))
+        wm = add_watermark(view).image
+        top = np.asarray(model.predict(np.stack([view, wm]))).argmax(1)
+        name = f"{p.stem}.png"
+        PILImage.fromarray(wm if p.stem in marked else view).save(work / "images" / name)
+        if p.stem not in marked:
+            PILImage.fromarray(view).save(work / "clean" / name)
+        truth[name] = {
+            "marked": p.stem in marked,
+            "top1_clean": int(top[0]),
+            "top1_marked": int(top[1]),
+        }
+    box = np.argwhere(watermark_mask(size, size, box=True)).tolist()
+    return {"seed": seed, "model": model_name, "size": size, "box": box, "files": truth}
+
+
+def real_audit(images: Path, out: Path, model: str, *args: str) -> dict:
+    """``python -m limecraft audit IMAGES --out OUT --model MODEL ARGS --resume`` in this process
+    (its own defaults otherwise); an audit that this same command finished is read, not redone."""
+    argv = ["audit", str(images), "--out", str(out), "--model", model, "--resume", *args]
+    done, said = out / "audit.json", out / "bench-command.json"
+    if done.exists() and said.exists() and json.loads(said.read_text()) == argv:
+        doc = json.loads(done.read_text())
+        if doc.get("complete"):
+            return doc
+    print("python -m limecraft " + " ".join(argv), flush=True)
+    code = cli(argv)
+    doc = json.loads(done.read_text())
+    # every run's own timing, an interrupted one's too: a resumed audit's images per minute is
+    # all its images over all its runs' seconds
+    log = out / "bench-runs.json"
+    runs = [*(json.loads(log.read_text()) if log.exists() else []), doc["run"]]
+    log.write_text(json.dumps(runs))
+    if code not in (0, 2):  # 2: finished, with error rows
+        raise SystemExit(f"the audit into {out} exited with {code}: rerun to resume it")
+    said.write_text(json.dumps(argv))
+    return doc
+
+
+def overall_rate(out: Path, doc: dict) -> dict:
+    """Images explained, seconds and images per minute over all the runs of one audit."""
+    log = out / "bench-runs.json"
+    runs = [r for r in (json.loads(log.read_text()) if log.exists() else [doc["run"]])]
+    n, sec = sum(r.get("explained", 0) for r in runs), sum(r.get("seconds", 0) for r in runs)
+    return {"explained": n, "seconds": round(sec, 1), "runs": len(runs),
+            "images_per_minute": round(60 * n / sec, 2) if sec else None}  # fmt: skip
+
+
+def reuse_finished(done: Path, out: Path, names: list[str]) -> None:
+    """Copy the default run's finished images of ``names`` into ``out`` (each image's folder
+    is named after its file): the null run's ``--resume`` keeps the ones explained with the same
+    settings and pixels, and explains the rest."""
+    import shutil
+
+    for name in names:
+        src = done / "images" / name
+        if src.is_dir() and not (out / "images" / name).exists():
+            shutil.copytree(src, out / "images" / name)
+
+
+def box_on_grid(box_cells: list, size: int, grid: int) -> np.ndarray:
+    """The watermark's box (pixel cells of a ``size`` image) at a finding's ``grid``."""
+    from limecraft_core.audit.regions import grid_mask
+
+    box = np.zeros((size, size), bool)
+    box[tuple(np.asarray(box_cells).T)] = True
+    return grid_mask(box, grid)
+
+
+def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, size: int) -> dict:
+    """One ``discovered`` finding of audit.json against the truth: the IoU of its mask with the
+    watermark's box at its grid, the precision and recall of the images it lists, and the AUROC
+    and AP of its membership scores against "carries the watermark"."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    grid = f["mask"]["grid"]
+    mask = np.zeros((grid, grid), bool)
+    if f["mask"]["cells"]:
+        mask[tuple(np.asarray(f["mask"]["cells"]).T)] = True
+    box = box_on_grid(box_cells, size, grid)
+    iou = float((mask & box).sum() / max((mask | box).sum(), 1))
+    listed = {files_by_key[r["key"]] for r in f["regions"]}
+    marked = {k for k, t in truth.items() if t["marked"]}
+    changed = {k for k in marked if truth[k]["top1_clean"] != truth[k]["top1_marked"]}
+    member = [(files_by_key[k], v) for k, v in f["membership"].items()]
+    y = [truth[name]["marked"] for name, _ in member]
+    s = [v for _, v in member]
+    both = 0 < sum(y) < len(y)
+    return {
+        "sentence": f["sentence"], "kind": f["kind"], "risk": f["risk"],
+        "score": f["score"], "images": len(listed), "mask_iou": round(iou, 3),
+        "precision": round(len(listed & marked) / len(listed), 3) if listed else None,
+        "recall_changed": round(len(listed & changed) / len(changed), 3) if changed else None,
+        "changed_listed": len(listed & changed), "changed": len(changed),
+        "auroc": round(float(roc_auc_score(y, s)), 3) if both else None,
+        "ap": round(float(average_precision_score(y, s)), 3) if both else None,
+        "classes": [c["label"] for c in f["classes"][:3]],
+    }  # fmt: skip
+
+
+def per_image(doc: dict, truth: dict, box_cells: list, size: int) -> dict:
+    """What each image's row says, before any grouping: how many watermarked (and clean) images
+    have a described strong region on the watermark (IoU with its box at least bench_proposers'
+    ``IOU_FOUND``, at the rows' grid), and the border flag's precision and recall (the audit's
+    one flag without masks)."""
+    from bench_proposers import IOU_FOUND, iou
+
+    from limecraft_core.audit.regions import REGION_GRID, unpack_mask
+
+    box = box_on_grid(box_cells, size, REGION_GRID)
+
+    def on_box(regions: list) -> bool:
+        return any(iou(unpack_mask(d["mask"]), box) >= IOU_FOUND for d in regions)
+
+    on = {r["file"] for r in doc["rows"] if on_box(r.get("regions") or [])}
+    top_on = {r["file"] for r in doc["rows"] if on_box((r.get("regions") or [])[:1])}
+    marked = {k for k, t in truth.items() if t["marked"]}
+    changed = {k for k in marked if truth[k]["top1_clean"] != truth[k]["top1_marked"]}
+    flagged = {r["file"] for r in doc["rows"] if r.get("flags")}
+    return {
+        "marked": len(marked),
+        "strong_region_on_watermark": {"marked": len(on & marked), "clean": len(on - marked),
+                                       "changed": len(on & changed)},
+        "top_region_on_watermark": {"marked": len(top_on & marked), "clean": len(top_on - marked),
+                                    "changed": len(top_on & changed)},
+        "border_flag": {
+            "flagged": len(flagged),
+            "precision": round(len(flagged & marked) / len(flagged), 3) if flagged else None,
+            "changed_flagged": len(flagged & changed),
+        },
+    }  # fmt: skip
+
+
+def score_run(doc: dict, truth: dict, box_cells: list, size: int = 224) -> dict:
+    """A whole audit's findings scored: the headline, and the finding nearest the watermark."""
+    files_by_key = {r["key"]: r["file"] for r in doc["rows"]}
+    found = [
+        score_finding(f, truth, box_cells, files_by_key, size)
+        for f in doc["findings"]["discovered"]
+    ]
+    best = max(range(len(found)), key=lambda i: found[i]["mask_iou"], default=None)
+    return {
+        "images": len(doc["rows"]),
+        "errors": sum(r.get("status") != "ok" for r in doc["rows"]),
+        "headline_sentence": doc["findings"]["sentences"][0],
+        "findings": len(found),
+        "headline": found[0] if found else None,
+        "headline_is_watermark": bool(found) and found[0]["mask_iou"] >= WATERMARK_IOU,
+        "nearest_watermark_rank": None if best is None else best + 1,
+        "nearest_watermark": None if best is None else found[best],
+        "all": found,
+        "per_image": per_image(doc, {k: truth[k] for k in files_by_key.values()}, box_cells, size),
+        "run": doc["run"],
+    }
+
+
+def real_case(args: argparse.Namespace) -> dict:
+    """Prepare the photos, audit them as they come and with ``--propose text``, audit the clean
+    half alone (the null folder), and score each run's findings."""
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="lc-bench-audit-real-"))
+    work.mkdir(parents=True, exist_ok=True)
+    tfile = work / "truth.json"
+    want = {"seed": args.real_seed, "n": args.real_images, "model": args.real_model,
+            "size": args.real_size}  # fmt: skip
+    truth = json.loads(tfile.read_text()) if tfile.exists() else None
+    if truth is None or {k: truth.get(k) for k in want} != want:
+        truth = {**prepare_real(Path(args.real), work, args.real_images, args.real_seed,
+                                args.real_model, args.real_size), "n": args.real_images}  # fmt: skip
+        tfile.write_text(json.dumps(truth))
+    files, box = truth["files"], truth["box"]
+    marked = [k for k, t in files.items() if t["marked"]]
+    result: dict = {
+        "machine": f"{cpu_name()}, {os.cpu_count()} cores",
+        "photos": str(args.real), "seed": args.real_seed, "model": args.real_model,
+        "images": len(files), "marked": len(marked), "size": truth["size"],
+        "changed": sum(files[k]["top1_clean"] != files[k]["top1_marked"] for k in marked),
+        "runs": {},
+        "command": "python bench/bench_audit.py " + " ".join(args.argv),
+    }  # fmt: skip
+    img, clean = work / "images", work / "clean"
+    runs = {  # name: (folder, the options beyond the audit's defaults)
+        "default": (img, ()),
+        f"propose {args.real_propose}": (img, ("--propose", args.real_propose)),
+        "null (clean half)": (clean, ()),
+    }
+    for name, (folder, extra) in runs.items():
+        if name.split()[0] in args.real_skip:
+            continue
+        out = work / ("out-" + name.split()[0])
+        if folder == clean and args.real_null_reuse:
+            reuse_finished(work / "out-default", out, [p.name for p in clean.glob("*.png")])
+        t = time.perf_counter()
+        doc = real_audit(folder, out, args.real_model, *extra, *shlex.split(args.real_audit_args))
+        result["runs"][name] = {
+            "command": "python -m limecraft audit " + " ".join(
+                [folder.name + "/", "--out", "OUT", "--model", args.real_model, *extra]),
+            **score_run(doc, files, box, truth["size"]),
+            "overall": overall_rate(out, doc), "bench_seconds": round(time.perf_counter() - t, 1),
+        }  # fmt: skip
+        print(name, json.dumps({k: v for k, v in result["runs"][name].items() if k != "all"}),
+              flush=True)  # fmt: skip
+    return result
+
+
+def add_real_arguments(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("the real case (instead of the demo parts)")
+    g.add_argument("--real", metavar="DIR", help="a folder of public photos, e.g. one ImageNet "
+                   "photo per class: audit them, half watermarked, as they come")  # fmt: skip
+    g.add_argument("--real-images", type=int, default=200, help="photos picked (seeded)")
+    g.add_argument("--real-seed", type=int, default=REAL_SEED)
+    g.add_argument("--real-model", default="efficientnet_lite0")
+    g.add_argument("--real-size", type=int, default=224, help="each photo's side in px")
+    g.add_argument("--real-null-reuse", action="store_true",
+                   help="the null run keeps the default run's finished clean images (same "
+                   "pixels and settings: --resume checks) and groups them; fresh otherwise")  # fmt: skip
+    g.add_argument("--real-audit-args", default="", help="more audit options for every run, "
+                   "e.g. '--samples 60' for a quick try (the real case uses none)")  # fmt: skip
+    g.add_argument("--real-propose", default="text", help="the proposer of the second run")
+    g.add_argument("--real-skip", nargs="*", default=[], choices=("default", "propose", "null"),
+                   help="runs to leave out")  # fmt: skip
+
+
+def real_main(args: argparse.Namespace) -> int:
+    r = real_case(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "audit_real.json").write_text(json.dumps(r, indent=1))
+    md = markdown_real(r)
+    (out / "audit_real.md").write_text(md)
+    print(md)
+    return 0
+
+
+def _f(x: float | None, fmt: str = ".2f") -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def markdown_real(r: dict) -> str:
+    """The real case's results: one table row per audit, its headline and the finding nearest
+    the watermark, and each run's sentences."""
+    lines = [
+        f"# The audit on {r['images']} public photos, half watermarked, as it comes",
+        "",
+        f"{r['machine']}; `{r['command']}`; photos from `{r['photos']}` picked with seed "
+        f"{r['seed']}, resized and centre-cropped to {r['size']} px; {r['marked']} carry the ImageNet-W watermark, and on "
+        f"{r['changed']} of those it changes {r['model']}'s top-1. The audits: "
+        f"`python -m limecraft audit DIR --out OUT --model {r['model']}` with no masks, and the "
+        "same with `--propose text`; the null is the clean half alone.",
+        "",
+        f"The headline *is the watermark* when its mask's IoU with the watermark's box (at the "
+        f"finding's grid) is at least {WATERMARK_IOU}. Precision: the share of the images it lists "
+        "that carry the watermark. Recall: of the watermarked images whose top-1 the watermark "
+        'changes, the share it lists. AUROC and AP: its membership scores against "carries the '
+        'watermark", over every explained image.',
+        "",
+        "| audit | findings | finding | IoU | images | precision | recall (changed) | AUROC | AP "
+        "| images/min |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, run in r["runs"].items():
+        rate = run["overall"]["images_per_minute"] or "(kept from the default run)"
+        for label, f in (("headline", run["headline"]), (
+            f"nearest the watermark (#{run['nearest_watermark_rank']})",
+            run["nearest_watermark"] if run["nearest_watermark_rank"] not in (None, 1) else None,
+        )):  # fmt: skip
+            if f is None and label != "headline":
+                continue
+            if f is None:
+                lines.append(f"| {name} | 0 | none | | | | | | | {rate} |")
+                continue
+            lines.append(
+                f"| {name} | {run['findings']} | {label}: {f['kind']}, {f['risk']}, "
+                f"{', '.join(f['classes'])} | {f['mask_iou']:.2f} | {f['images']} | "
+                f"{_f(f['precision'])} | {f['changed_listed']}/{f['changed']} "
+                f"({_f(f['recall_changed'])}) | {_f(f['auroc'])} | {_f(f['ap'])} | {rate} |"
+            )
+    for name, run in r["runs"].items():
+        o = run["overall"]
+        lines += ["", f"**{name}** (`{run['command']}`; {run['images']} images, "
+                  f"{run['errors']} errors; {o['explained']} explained in {o['seconds']} s over "
+                  f"{o['runs']} run(s) of the command, resumed):", ""]  # fmt: skip
+        lines.append(f'- the headline: "{run["headline_sentence"]}"')
+        pi = run["per_image"]
+        m = pi["marked"]
+        s_, t_, b_ = (
+            pi["strong_region_on_watermark"],
+            pi["top_region_on_watermark"],
+            pi["border_flag"],
+        )
+        lines += [
+            f"- before grouping: one of the (up to 3) strong regions an image's row describes lies on "
+            f"the watermark (IoU >= 0.3 with its box) in {s_['marked']} "
+            f"of {m} watermarked images ({s_['changed']} of {r['changed']} with a changed top-1) and "
+            f"{s_['clean']} clean ones; the top region does in {t_['marked']} ({t_['changed']} of "
+            f"{r['changed']} changed)",
+            f"- the border flag: {b_['flagged']} images, precision {_f(b_['precision'])}, "
+            f"{b_['changed_flagged']} of {r['changed']} changed",
+        ]
+        lines += [f"- finding {i + 1} ({f['risk']}, IoU {f['mask_iou']:.2f}, precision "
+                  f"{_f(f['precision'])}, AUROC {_f(f['auroc'])}): {f['sentence']}"
+                  for i, f in enumerate(run["all"])]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def markdown(r: dict) -> str:

@@ -50,6 +50,13 @@ def audit_args(au: argparse.ArgumentParser) -> None:
     )
     add_propose_option(au, "for every image, beside the superpixels")
     au.add_argument(
+        "--truth",
+        metavar="CSV",
+        help="a CSV with the columns file,artifact (1 when the image carries the artifact you "
+        "suspect, 0 when not; file as the audit names it, relative to IMAGES): each finding's "
+        "membership scores get their AUROC and AP against it",
+    )
+    au.add_argument(
         "--resume",
         action="store_true",
         help="go on with an audit in --out: images already finished with the same file, mask "
@@ -76,8 +83,9 @@ def audit_args(au: argparse.ArgumentParser) -> None:
     au.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
-def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any]:
-    """The scorer of an audit, how it scores, and the local work queue (or None).
+def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any, Any]:
+    """The scorer of an audit, how it scores, the local work queue (or None) and the scorer
+    without the queue (the prove phase's, which runs after the queue is shut down).
 
     With ``LIMECRAFT_RAY_ADDRESS`` set a registry name is scored on Ray Serve, several images in
     flight; otherwise the model runs here, behind one work queue that combines the chunks of
@@ -89,10 +97,38 @@ def _audit_scorer(a: argparse.Namespace, config: Any) -> tuple[Any, str, Any]:
     queue = WorkQueue(max_jobs=max(64, 4 * a.in_flight))  # its thread starts with its first job
     runner = queued(scorer, queue)
     if runner is scorer:  # on Ray Serve: several images in flight there
-        return scorer, f"on Ray Serve at {scorer.config.address}", None
+        return scorer, f"on Ray Serve at {scorer.config.address}", None, scorer
     if a.in_flight == 1:
-        return scorer, "locally, one image at a time", None
-    return runner, "locally, through a work queue of shared batches", queue
+        return scorer, "locally, one image at a time", None, scorer
+    return runner, "locally, through a work queue of shared batches", queue, scorer
+
+
+def _lazy_predict(a: argparse.Namespace, config: Any, loaded: Any) -> Any:
+    """The prove phase's class probabilities of one image: through the audit's scorer, or one
+    loaded on first use (a resume with every image finished loads the model only to prove)."""
+    from limecraft_core.audit import scorer_predict
+
+    held = {"predict": None if loaded is None else scorer_predict(loaded)}
+
+    def predict(image: Any) -> Any:
+        if held["predict"] is None:
+            held["predict"] = scorer_predict(_audit_scorer(a, config)[3])
+        return held["predict"](image)
+
+    return predict
+
+
+def _audit_truth(a: argparse.Namespace, files: list) -> dict[str, bool] | None:
+    """The --truth CSV, checked against the images before any model is loaded."""
+    if not a.truth:
+        return None
+    from limecraft_core.audit import read_truth
+
+    try:
+        text = Path(a.truth).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LimecraftError(f"--truth {a.truth!r} cannot be read: {e}") from None
+    return read_truth(text, [f for f, _ in files])
 
 
 def audit_settings(a: argparse.Namespace):
@@ -186,6 +222,7 @@ def cmd_audit(a: argparse.Namespace) -> int:
 
     config = audit_settings(a)
     files, masks, own = _audit_images(a)
+    truth = _audit_truth(a, files)
     folder = AuditFolder(a.out)
     model = _audit_model(a)
     proposers = list(dict.fromkeys(a.propose))
@@ -197,7 +234,7 @@ def cmd_audit(a: argparse.Namespace) -> int:
     rows: dict[str, Any] = {k: r for k, r in finished.items() if r is not None}
     todo = [it for it in items if it.key not in rows]
     kept = len(rows)
-    scorer, how, queue = _audit_scorer(a, config) if todo else (None, "", None)
+    scorer, how, queue, raw = _audit_scorer(a, config) if todo else (None, "", None, None)
     if not a.quiet:
         print(
             f"auditing {len(items)} images with {a.model}"
@@ -222,7 +259,8 @@ def cmd_audit(a: argparse.Namespace) -> int:
             queue.shutdown()
         found = folder.finish(
             [rows[it.key] for it in items if it.key in rows], config=config, key=key,
-            model=model, complete=complete, run=run,
+            model=model, complete=complete, run=run, truth=truth,
+            predict=_lazy_predict(a, config, raw) if complete else None,
             source={"images": str(a.images), "expected_masks": a.expected_masks,
                     "count": len(items), "with_masks": len(masks),
                     "regions_masks": a.regions_masks, "with_regions": len(own),
@@ -243,8 +281,16 @@ def _print_audit(found: Any, folder: Any, made: int, seconds: float, queue: Any)
     for line in found.sentences:
         print(line)
     print(f"Across images: {found.headline}")
-    for other in found.discovered[1:]:
-        print(f"  also: {other.sentence}")
+    for f in found.discovered:
+        if f.sentence != found.headline:
+            print(f"  also: {f.sentence}")
+    for i, f in enumerate(found.discovered, start=1):
+        if f.truth is not None:
+            t = f.truth
+            print(
+                f"  finding {i} against --truth ({t.images} images, {t.positives} with the "
+                f"artifact): AUROC {t.auroc:.2f}, AP {t.ap:.2f}"
+            )
     if made:
         extra = (
             f"; {queue.forward_calls} forward passes, {queue.combined_calls} shared by "

@@ -188,7 +188,8 @@ def localisation_sentence(result: Any, loc: Any) -> str:
 
 def print_explainers(result: Any) -> None:
     """The explainers over the same regions: a line per method (its top regions, largest
-    |value| first, with their values on the method's own scale), then the agreement."""
+    |value| first, with their values on the method's own scale), then the agreement and, with
+    two methods or more, the merge suggestion (limecraft_core.merge_hint)."""
     from limecraft_core.agreement import top_k
 
     c = result.explainers
@@ -205,3 +206,8 @@ def print_explainers(result: Any) -> None:
             + "; ".join(f"{region_label(result, int(r))}={a.values[r]:+.4f}" for r in top)
         )
     print(f"agreement: {ag.sentence}")
+    m = c.merge
+    if m is not None:
+        how = "exact Shapley" if m.estimator == "exact" else "sample estimate of the"
+        print(f"merge ({how} interaction index; a merge needs |index| >= {m.threshold:.2g}): "
+              f"{m.sentence}")  # fmt: skip

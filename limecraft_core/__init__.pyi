@@ -53,6 +53,8 @@ from .fill_table import Fill as Fill
 from .gradients import GradientModel as GradientModel
 from .limits import SCHEMES as SCHEMES
 from .limits import SEGMENTERS as SEGMENTERS
+from .merge_hint import MergeHint as MergeHint
+from .merge_hint import merge_hint as merge_hint
 from .perturb import MaskCache as MaskCache
 from .perturb import MaskSample as MaskSample
 from .perturb import compose_batch as compose_batch

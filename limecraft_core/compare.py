@@ -23,8 +23,9 @@ from .config import ExplainConfig
 from .explain import as_scorer
 from .explainer_table import Attribution, Explainer, Scored, explainer_of
 from .gradients import gradient_model_for, gradient_scene
+from .merge_hint import merge_hint
 from .regions import Regions
-from .shapley import shapley_interactions
+from .shapley import SHAPLEY_MAX_K, all_coalitions, shapley_interactions
 from .surrogate import make_kernel
 
 __all__ = ["Comparison", "compare_explainers"]
@@ -68,6 +69,7 @@ def compare_explainers(
     region_names: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    suggest_merge: bool = True,
 ) -> Comparison:
     """Explain one class with several methods over the same regions, and compare them.
 
@@ -86,6 +88,10 @@ def compare_explainers(
         names, else ``region 0``, ``region 1``, ...)
     progress, cancel : callable(done, total) after each model batch; callable() -> bool that
         stops with ``Cancelled`` when True (as for :func:`explain`)
+    suggest_merge : bool, test whether adjacent disputed regions interact enough to merge
+        (:func:`~limecraft_core.merge_hint.merge_hint`; two methods or more): from the exact
+        2^K table when K <= SHAPLEY_MAX_K (at most 2^K passes in all, the shared sample's
+        among them), else from the shared sample at no extra pass
 
     Returns
     -------
@@ -108,33 +114,43 @@ def compare_explainers(
     # before any model pass, what cannot run raises: exact Shapley, K too large; gradients, none
     own = {e.name: e.own_masks(kk, n, seed) for e in chosen if e.own_masks is not None}
     grads = gradient_model_for(scorer, [e.name for e in chosen if e.gradients])
+    # the merge test reads the exact table when K is small enough: at most 2^K distinct masks,
+    # the shared sample's among them
+    table = suggest_merge and len(chosen) > 1 and "shapley" not in own and kk <= SHAPLEY_MAX_K
     main = _stages.plan_samples(kk, cfg).main
-    y, tgt, passes = _score(img, regs, scorer, cfg, [main.masks, *own.values()], progress, cancel)
-    shared = Scored(
-        masks=main.masks,
-        y=y[0],
-        weights=main.weights,
-        p=main.p,
-        lime_weights=_stages.sample_weights(main, make_kernel(cfg.surrogate.kernel_width)),
-        ridge_alpha=cfg.surrogate.ridge_alpha,
-        own_masks=np.zeros((0, kk), bool),
-        scene=None if grads is None else _gradient_scene(grads, img, regs, scorer, cfg, tgt),
-    )
-    own_y = dict(zip(own, y[1:], strict=True))
+    blocks = [main.masks, *own.values(), *([all_coalitions(kk)] if table else [])]
+    y, tgt, passes = _score(img, regs, scorer, cfg, blocks, progress, cancel)
+    shared = _shared(main, y[0], cfg, grads and _gradient_scene(grads, img, regs, scorer, cfg, tgt))
+    own_y = dict(zip(own, y[1 : 1 + len(own)], strict=True))
     attributions = tuple(_attribute(e, shared, own.get(e.name), own_y.get(e.name)) for e in chosen)
     names = region_names or [n or f"region {i}" for i, n in enumerate(regs.names or [""] * kk)]
     agree = agreement(
         {e.title: a.values for e, a in zip(chosen, attributions, strict=True)}, min(k, kk), names
     )
-    exact = own_y.get("shapley")
-    return Comparison(
-        target=tgt,
-        label=scorer.label(tgt),
-        attributions=attributions,
-        agreement=agree,
-        interactions=shapley_interactions(exact, kk) if exact is not None else None,
-        passes=passes,
-        n_regions=kk,
+    exact = own_y.get("shapley", y[-1] if table else None)
+    inter = shapley_interactions(exact, kk) if exact is not None else None
+    hint = None
+    if suggest_merge and len(chosen) > 1:
+        sample = (shared.masks, shared.y, shared.weights)
+        hint = merge_hint(
+            regs.labels, agree.spread, [a.values for a in attributions],
+            interactions=inter, sample=sample, region_names=names,
+        )  # fmt: skip
+    return Comparison(tgt, scorer.label(tgt), attributions, agree, inter, passes, kk, hint)
+
+
+def _shared(main: Any, y: np.ndarray, cfg: ExplainConfig, scene: Any = None) -> Scored:
+    """The shared sample (explain()'s main sample), scored, with LIME's weights (and the
+    gradient methods' scene, when one is chosen)."""
+    return Scored(
+        masks=main.masks,
+        y=y,
+        weights=main.weights,
+        p=main.p,
+        lime_weights=_stages.sample_weights(main, make_kernel(cfg.surrogate.kernel_width)),
+        ridge_alpha=cfg.surrogate.ridge_alpha,
+        own_masks=np.zeros((0, main.masks.shape[1]), bool),
+        scene=scene,
     )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ._validate import LimecraftError
 from .agreement import Agreement
 from .explainer_table import Attribution
+from .merge_hint import MergeHint
 
 __all__ = ["NORMALISATION", "Comparison"]
 
@@ -43,6 +44,9 @@ class Comparison:
         exact table when ``shapley`` ran, else None
     passes : int, model passes spent (each distinct mask once)
     n_regions : int, K
+    merge : MergeHint or None, whether to merge two adjacent regions where the methods
+        disagree (:func:`~limecraft_core.merge_hint.merge_hint`); None when not tested (one
+        method, or a file written before it)
     """
 
     target: int
@@ -52,6 +56,7 @@ class Comparison:
     interactions: np.ndarray | None
     passes: int
     n_regions: int
+    merge: MergeHint | None = None
 
     def values(self, method: str) -> np.ndarray:
         """(K,) the attribution of ``method`` (its name in the table)."""
@@ -98,4 +103,5 @@ class Comparison:
                 "sentence": ag.sentence,
             },
             "interactions": None if self.interactions is None else self.interactions.tolist(),
+            **({} if self.merge is None else {"merge": self.merge.to_dict()}),
         }

@@ -22,11 +22,12 @@ from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 from ._validate import MAX_PIXELS, LimecraftError
 from .agreement import Agreement, PairAgreement
 from .codecs.npz import encode_npz, is_map, load_npz, npz_members
-from .codecs.schema import Bad, Schema, fixed
+from .codecs.schema import Bad, Schema, fixed, one_of
 from .comparison import Comparison
 from .config import ExplainConfig
 from .config import fields as setting_fields
 from .explainer_table import Attribution
+from .merge_hint import ESTIMATORS, MergeHint, PairInteraction
 from .regions.types import check_origin
 from .trust import TrustResults
 
@@ -338,6 +339,44 @@ class _Agreement(Schema):
     sentence: Text
 
 
+def _pair_ids(v: Any, info: ValidationInfo) -> tuple[int, int] | None:
+    if v is None:
+        return None
+    ids = _region_ids(v, info)
+    if len(ids) != 2 or ids[0] >= ids[1]:
+        raise Bad("{loc} must be null or two region ids, the lower first")
+    return ids  # type: ignore[return-value]
+
+
+def _tested(v: Any, info: ValidationInfo) -> tuple[PairInteraction, ...]:
+    if not isinstance(v, list) or not all(isinstance(t, list) and len(t) == 4 for t in v):
+        raise Bad("{loc} must list [a, b, index, se] rows")
+    rows = []
+    for a, b, index, se in v:
+        a, b = _pair_ids([a, b], info)  # type: ignore[misc]
+        nums = _numbers([index, se], 2, "{loc}", nullable=True)
+        rows.append(PairInteraction(a, b, float(nums[0]), float(nums[1])))
+    return tuple(rows)
+
+
+class _Merge(Schema):
+    """The ``explainers`` block's ``merge`` part (optional: files written before it lack it)."""
+
+    pair: Annotated[tuple[int, int] | None, BeforeValidator(_pair_ids)] = None
+    index: Annotated[float, BeforeValidator(lambda v: np.nan if v is None else _num(v))] = np.nan
+    estimator: Annotated[
+        str, BeforeValidator(one_of(ESTIMATORS, "{loc} must be exact or sample"))
+    ] = "exact"
+    threshold: Number = 0.0
+    tested: Annotated[tuple, BeforeValidator(_tested)] = ()
+    sentence: Text = ""
+
+    def value(self) -> MergeHint:
+        return MergeHint(
+            self.pair, self.index, self.estimator, self.threshold, self.tested, self.sentence
+        )
+
+
 class _Explainers(Schema):
     """The ``explainers`` block: several methods over the explanation's regions (optional)."""
 
@@ -347,6 +386,7 @@ class _Explainers(Schema):
     methods: Annotated[dict[str, _Method], BeforeValidator(_some_methods)]
     agreement: _Agreement
     interactions: Annotated[np.ndarray | None, BeforeValidator(_interactions)] = None
+    merge: _Merge | None = None
 
     def comparison(self, k: int) -> Comparison:
         ag = self.agreement
@@ -365,6 +405,7 @@ class _Explainers(Schema):
             interactions=self.interactions,
             passes=self.passes,
             n_regions=k,
+            merge=None if self.merge is None else self.merge.value(),
         )
 
 

@@ -361,3 +361,24 @@ def page(page):
     from e2e_helpers import track
 
     return track(page)
+
+
+# The generated sets of tests/limecraft_core/audit/test_grouping.py, audited once for the tests
+# of that folder (a conftest.py of its own there would shadow this one's `from conftest import`).
+@pytest.fixture(scope="session")
+def audited():
+    """{kind: (rows, the patched images' keys, {key: (image, label map)})} for the sets
+    "place", "look" and "clean"."""
+    from tests.limecraft_core.audit.test_grouping import audit, make_set
+
+    out = {}
+    for kind in ("place", "look", "clean"):
+        images, patched = make_set(kind)
+        keep: dict = {}
+        out[kind] = (audit(images, keep), patched, keep)
+    return out
+
+
+@pytest.fixture(scope="session")
+def sets(audited):
+    return {kind: (rows, patched) for kind, (rows, patched, _) in audited.items()}

@@ -301,3 +301,85 @@ def test_methods_bench_times_every_explainer_side_by_side(tmp_path, capsys):
     assert r["shapley_refused"] == "it ran (K = 4)"  # the demo's 64 px quickshift: K <= 10
     md = (tmp_path / "methods.md").read_text()
     assert "| gradcam |" in md and md in capsys.readouterr().out
+
+
+def test_audit_bench_real_case_audits_a_watermarked_half_and_its_clean_half(tmp_path, capsys):
+    """The real case on 2 tiny pictures with the demo model at its 128 px (the flow, not the
+    figures): 1 watermarked, the truth written, the three audits run and scored, the markdown
+    said."""
+    import numpy as np
+    from PIL import Image
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), np.uint8)).resize((64, 64)).save(
+            photos / f"photo{i}.png"
+        )
+    _bench_main(
+        "bench_audit", "--real", str(photos), "--real-images", "2", "--real-model", "demo",
+        "--real-size", "128", "--real-propose", "watermark-box",
+        "--real-audit-args", "--samples 20 --n-segments 4 --in-flight 1 --quiet",
+        "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    r = json.loads((tmp_path / "out" / "audit_real.json").read_text())
+    assert (r["images"], r["marked"], r["size"]) == (2, 1, 128) and 0 <= r["changed"] <= 1
+    truth = json.loads((tmp_path / "work" / "truth.json").read_text())
+    assert sorted(truth["files"]) == sorted(p.name for p in (tmp_path / "work/images").iterdir())
+    assert sorted(p.name for p in (tmp_path / "work/clean").iterdir()) == sorted(
+        k for k, t in truth["files"].items() if not t["marked"]
+    )
+    runs = r["runs"]
+    assert list(runs) == ["default", "propose watermark-box", "null (clean half)"]
+    assert [x["images"] for x in runs.values()] == [2, 2, 1]
+    assert all(x["findings"] == len(x["all"]) and x["run"]["explained"] > 0 for x in runs.values())
+    md = (tmp_path / "out" / "audit_real.md").read_text()
+    assert "| null (clean half) |" in md and md in capsys.readouterr().out
+
+
+def test_audit_bench_scores_a_finding_against_the_watermark_box():
+    """score_run on a hand-made audit.json: a finding whose mask is the watermark's box at its
+    grid (IoU 1) listing 2 marked images and 1 clean one, its membership ranking all marked
+    images first (AUROC 1)."""
+
+    from limecraft_core.edits.watermark import watermark_mask
+
+    with _process_state_kept():  # the script sets its thread policy and environment
+        sys.path.insert(0, str(ROOT / "bench"))
+        bench = importlib.import_module("bench_audit")
+        _check_scores(bench, watermark_mask(224, 224, box=True))
+
+
+def _check_scores(bench, box_mask) -> None:
+    import numpy as np
+
+    box = np.argwhere(box_mask).tolist()
+    cells = np.argwhere(bench.box_on_grid(box, 224, 32)).tolist()
+    truth = {
+        "a.png": {"marked": True, "top1_clean": 1, "top1_marked": 478},  # changed
+        "b.png": {"marked": True, "top1_clean": 2, "top1_marked": 2},
+        "c.png": {"marked": True, "top1_clean": 3, "top1_marked": 478},  # changed, not listed
+        "d.png": {"marked": False, "top1_clean": 4, "top1_marked": 4},
+        "e.png": {"marked": False, "top1_clean": 5, "top1_marked": 5},
+    }
+    finding = {
+        "kind": "place", "sentence": "s", "risk": "HIGH", "score": 0.3,
+        "mask": {"grid": 32, "cells": cells},
+        "regions": [{"key": k, "region": 0} for k in ("a", "b", "d")],
+        "classes": [{"label": "carton", "images": 3, "share": 1.0}],
+        "membership": {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.5, "e": 0.1},
+    }  # fmt: skip
+    doc = {
+        "rows": [{"key": k[0], "file": k, "status": "ok"} for k in truth],
+        "findings": {"sentences": ["headline"], "discovered": [finding]},
+        "run": {"images_per_minute": 1.0},
+    }
+    s = bench.score_run(doc, truth, box)
+    h = s["headline"]
+    assert s["headline_is_watermark"] and h["mask_iou"] == 1.0
+    assert h["precision"] == round(2 / 3, 3) and (h["changed_listed"], h["changed"]) == (1, 2)
+    assert h["recall_changed"] == 0.5 and h["auroc"] == 1.0 and h["ap"] == 1.0
+    # the rows describe no region here: none lies on the watermark; none is flagged
+    assert s["per_image"]["strong_region_on_watermark"] == {"marked": 0, "clean": 0, "changed": 0}
+    assert s["per_image"]["border_flag"]["flagged"] == 0

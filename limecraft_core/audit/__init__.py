@@ -27,16 +27,31 @@ The flags, in plain words:
 - without masks: **the top region touches the image border** (where watermarks, rulers and
   text markers sit).
 
-The rooms: :mod:`.rows` (one image's row, the flags, the audit's settings), :mod:`.findings`
-(the sentences, the per-class aggregates, the location map's summary) and :mod:`.runner`
-(``run_audit``, several images in flight through one scorer).
+The rooms: :mod:`.rows` (one image's row, the flags, the audit's settings), :mod:`.regions` and
+:mod:`.grouping` (each image's strongest regions, grouped across images), :mod:`.findings` and
+:mod:`.findings_text` (the typed findings, the sentences, the per-class aggregates, the location
+map's summary), :mod:`.findings_doc` (the findings read back from ``audit.json``),
+:mod:`.proof` and :mod:`.proving` (the prove phase: removal and insertion against a null),
+:mod:`.truth` (AUROC and AP against the analyst's truth) and :mod:`.runner` (``run_audit``,
+several images in flight through one scorer).
 """
 
 from __future__ import annotations
 
 from ..config import AUDIT_DEFAULTS
-from .findings import NO_FINDING, ClassSummary, Finding, Findings, discover, findings, sort_rows
-from .proof import REMOVAL_MARGIN, Proof, prove
+from .findings import (
+    NO_FINDING,
+    ClassSummary,
+    Finding,
+    Findings,
+    TruthScore,
+    discover,
+    findings,
+    sort_rows,
+)
+from .findings_doc import findings_from_dict
+from .proof import REMOVAL_MARGIN, Intervention, Proof, prove
+from .proving import CLEAN_IMAGES, PROVE_TOP, prove_findings, scorer_predict
 from .regions import REGION_GRID, RegionDescriptor, describe_regions
 from .rows import (
     DEPENDENCE,
@@ -50,13 +65,16 @@ from .rows import (
     touches_border,
 )
 from .runner import AuditInput, AuditItem, AuditOutcome, run_audit
+from .truth import read_truth, score_truth
 
 __all__ = [
     "AUDIT_DEFAULTS",
+    "CLEAN_IMAGES",
     "DEPENDENCE",
     "FLAG_TEXT",
     "MAP_GRID",
     "NO_FINDING",
+    "PROVE_TOP",
     "REGION_GRID",
     "REMOVAL_MARGIN",
     "AuditInput",
@@ -66,17 +84,24 @@ __all__ = [
     "ClassSummary",
     "Finding",
     "Findings",
+    "Intervention",
     "Proof",
     "RegionDescriptor",
+    "TruthScore",
     "audit_config",
     "audit_row",
     "describe_regions",
     "discover",
     "error_row",
     "findings",
+    "findings_from_dict",
     "location_grid",
     "prove",
+    "prove_findings",
+    "read_truth",
     "run_audit",
+    "score_truth",
+    "scorer_predict",
     "sort_rows",
     "touches_border",
 ]

@@ -10,9 +10,12 @@ typed :class:`Finding` values discovered across images (:mod:`.grouping`), the h
 - *one class*: at least ``ONE_CLASS`` (80%) of its images are predicted its main class;
 - *strong*: its regions hold a median share of at least ``STRONG`` (25%) of their image's |weight|.
 
-Two or more give ``HIGH``, one ``MODERATE``, none ``LOW``. **The headline** is the finding of
-highest risk, then of highest **score**: its share of the explained images times the median
-share of |weight| its regions hold.
+Two or more give ``HIGH``, one ``MODERATE``, none ``LOW``. The findings are ranked by risk,
+then by **score**: their share of the explained images times the median share of |weight| their
+regions hold. **The headline**: once the audit has proved its top findings
+(:func:`~.proving.prove_findings`), the first *confirmed* finding (removal and insertion both
+beat the null), else :data:`NO_FINDING`; before that (or for an audit read from an older file)
+the first finding.
 """
 
 from __future__ import annotations
@@ -25,12 +28,20 @@ from typing import Any
 
 import numpy as np
 
+from .findings_text import (
+    _ZONES,
+    _border_sentences,
+    _frame,
+    _map_sentence,
+    _mask_sentences,
+    _median,
+    _peak,
+    _plural,
+)
 from .grouping import PLACE_DISTANCE, group_regions, similarities, view_distances
+from .proof import Intervention
 from .regions import REGION_GRID, RegionDescriptor
-from .rows import DEPENDENCE, AuditRow
-
-#: The border frame of the location map's summary: this share of each side.
-FRAME = 0.1
+from .rows import AuditRow
 
 PREVALENT = 0.5
 ONE_PLACE = 0.5
@@ -38,9 +49,39 @@ ONE_CLASS = 0.8
 STRONG = 0.25
 RISKS = ("LOW", "MODERATE", "HIGH")
 EXEMPLARS = 5
-NO_FINDING = (
-    "No finding: no group of alike strong regions covers 3 images and 20% of the explained."
+#: The risk rule in words, as the report states it.
+RISK_RULE = (
+    f"two or more of four indicators give HIGH, one MODERATE, none LOW: prevalent (it covers at "
+    f"least {PREVALENT:.0%} of its main class's images), one place (its regions overlap the "
+    f"medoid's by a mean IoU of at least {ONE_PLACE}), one class (at least {ONE_CLASS:.0%} of its "
+    f"images are predicted one class), strong (its regions hold a median share of at least "
+    f"{STRONG:.0%} of their image's |weight|)"
 )
+NO_FINDING = (
+    "No finding above the null: no group of alike strong regions (at least 3 images and 20% of "
+    "those explained) was confirmed by hiding it and pasting it against a same-area null."
+)
+
+
+@dataclass(frozen=True)
+class TruthScore:
+    """A finding's membership scores against the analyst's truth (threshold-free).
+
+    Attributes
+    ----------
+    auroc : float, area under the ROC curve of the membership scores against the truth
+    ap : float, their average precision
+    images : int, the explained images the truth names
+    positives : int, those that carry the artifact
+    """
+
+    auroc: float
+    ap: float
+    images: int
+    positives: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: round(v, 5) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +108,9 @@ class Finding:
     score : float, coverage x weight_share
     membership : tuple of (image key, float in [0, 1]), every explained image's likeness to the
         medoid's region (threshold-free: rank the images by it)
+    intervention : Intervention or None, its removal and insertion against the null (None: not
+        proved; the sentence says why when it could not be)
+    truth : TruthScore or None, its membership against the analyst's truth (``--truth``)
     """
 
     kind: str
@@ -84,6 +128,12 @@ class Finding:
     risk: str
     score: float
     membership: tuple[tuple[str, float], ...]
+    intervention: Intervention | None = None
+    truth: TruthScore | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.intervention is not None and self.intervention.confirmed
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: round(v, 5) if isinstance(v, float) else v for k, v in asdict(self).items()}
@@ -93,6 +143,8 @@ class Finding:
             "classes": [{"label": c, "images": n, "share": round(s, 5)} for c, n, s in self.classes],
             "exemplars": list(self.exemplars), "indicators": list(self.indicators),
             "membership": {k: round(v, 5) for k, v in self.membership},
+            "intervention": None if self.intervention is None else self.intervention.to_dict(),
+            "truth": None if self.truth is None else self.truth.to_dict(),
         }  # fmt: skip
 
 
@@ -147,6 +199,7 @@ class Findings:
     peak : str, where the location map is strongest, e.g. "top-left corner" or "centre"
     discovered : tuple of Finding, the findings across images, the headline first
     headline : str, the headline finding's sentence, or :data:`NO_FINDING`
+    proved : bool, the top findings were proved (then the headline is a confirmed one)
     """
 
     sentences: tuple[str, ...]
@@ -162,6 +215,7 @@ class Findings:
     peak: str
     discovered: tuple[Finding, ...] = ()
     headline: str = NO_FINDING
+    proved: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,6 +232,7 @@ class Findings:
             "peak": self.peak,
             "headline": self.headline,
             "discovered": [f.to_dict() for f in self.discovered],
+            "proved": self.proved,
         }
 
 
@@ -194,49 +249,6 @@ def sort_rows(rows: Iterable[AuditRow]) -> list[AuditRow]:
         return (not r.ok, not r.flagged, -dep, r.file)
 
     return sorted(rows, key=key)
-
-
-_ZONES = (
-    ("top-left corner", "top edge", "top-right corner"),
-    ("left edge", "centre", "right edge"),
-    ("bottom-left corner", "bottom edge", "bottom-right corner"),
-)
-
-
-def _peak(location: np.ndarray) -> str:
-    g = location.shape[0]
-    y, x = np.unravel_index(int(np.argmax(location)), location.shape)
-    zone = lambda v: 0 if v < g / 4 else (2 if v >= g - g / 4 else 1)  # noqa: E731
-    return _ZONES[zone(y)][zone(x)]
-
-
-def _frame(location: np.ndarray) -> tuple[float, float]:
-    g = location.shape[0]
-    m = max(1, round(FRAME * g))
-    inner = np.zeros_like(location, bool)
-    inner[m : g - m, m : g - m] = True
-    total = float(location.sum())
-    share = float(location[~inner].sum() / total) if total > 0 else math.nan
-    return share, float((~inner).mean())
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _by_label(rows: Sequence[AuditRow]) -> str:
-    """ "19 are predicted 'star', 8 'circle' and 3 'square'"."""
-    counts = Counter(r.label for r in rows).most_common()
-    if not counts:
-        return ""
-    (first, n0), rest = counts[0], counts[1:]
-    parts = [f"{n0} {'is' if n0 == 1 else 'are'} predicted '{first}'"]
-    parts += [f"{n} '{label}'" for label, n in rest]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def _median(values: Sequence[float]) -> float:
-    return float(np.median(values)) if len(values) else math.nan
 
 
 def _classes(ok: Sequence[AuditRow]) -> tuple[ClassSummary, ...]:
@@ -262,74 +274,6 @@ def _classes(ok: Sequence[AuditRow]) -> tuple[ClassSummary, ...]:
             )
         )
     return tuple(out)
-
-
-def _mask_sentences(masked: list[AuditRow], n: int) -> list[str]:
-    """The headline with expected masks, the pointing game, the relevance mass, the unjudged."""
-    out = [r for r in masked if r.flagged]
-    miss = [r for r in masked if not r.pointing_game]
-    s = [
-        f"In {len(out)} of {len(masked)} images the prediction rests outside the expected "
-        f"region: the top region lies outside it and hiding that region alone removes at least "
-        f"{DEPENDENCE:.0%} of the score" + (f"; {_by_label(out)}." if out else "."),
-        f"The top region lies outside the expected region in {len(miss)} of {len(masked)} "
-        f"images (pointing game: {_plural(len(masked) - len(miss), 'hit')})"
-        + (
-            f"; in {len(miss) - len(out)} of them the prediction survives hiding it, so the "
-            "object holds it up as well."
-            if len(miss) > len(out)
-            else "."
-        ),
-    ]
-    parts = [
-        f"median {_median(ms):.2f} in {who}"
-        for ms, who in (
-            ([r.relevance_mass for r in out], "the flagged images"),
-            ([r.relevance_mass for r in masked if not r.flagged], "the others"),
-        )
-        if ms
-    ]
-    s.append("Relevance mass inside the expected region: " + " and ".join(parts) + ".")
-    if len(masked) < n:
-        k = n - len(masked)
-        s.append(
-            f"{_plural(k, 'image')} had no expected mask and "
-            f"{'was' if k == 1 else 'were'} not judged against one."
-        )
-    return s
-
-
-def _border_sentences(ok: list[AuditRow], headline: bool) -> list[str]:
-    """Without masks the headline (the border flag), with them one line."""
-    border = [r for r in ok if r.top_touches_border]
-    if not headline:
-        return [f"The top region touches the image border in {len(border)} of {len(ok)} images."]
-    s = [
-        f"In {len(border)} of {len(ok)} images the top region touches the image border (flagged)"
-        + (f"; {_by_label(border)}." if border else ".")
-    ]
-    if border:
-        dep = sum(r.dependence >= DEPENDENCE for r in border)
-        s.append(
-            f"In {dep} of them hiding that region alone removes at least {DEPENDENCE:.0%} of the "
-            "score."
-        )
-    return s
-
-
-def _map_sentence(frame_share: float, frame_area: float, peak: str) -> str:
-    ratio = frame_share / frame_area if frame_area else math.nan
-    lean = (
-        "the explanations lean on the border"
-        if ratio >= 1.5
-        else "the explanations lean on the centre"
-        if ratio <= 0.67
-        else "about as much as its area"
-    )
-    return (
-        f"Location map: the outer {FRAME:.0%} of each side ({frame_area:.0%} of the area) holds "
-        f"{frame_share:.0%} of the mean |weight| ({lean}); it is strongest at the {peak}."
-    )
 
 
 _KIND_TEXT = {
@@ -441,6 +385,13 @@ def discover(rows: Sequence[AuditRow]) -> tuple[Finding, ...]:
     return tuple(sorted(out, key=lambda f: (-RISKS.index(f.risk), -f.score)))
 
 
+def headline(found: Sequence[Finding], *, proved: bool) -> str:
+    """The headline sentence: the first confirmed finding once proved, else the first; or
+    :data:`NO_FINDING` (see the module docstring)."""
+    first = next((f for f in found if f.confirmed or not proved), None)
+    return NO_FINDING if first is None else first.sentence
+
+
 def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Findings:
     """Plain sentences, per-class aggregates and the location map of an audit.
 
@@ -494,5 +445,5 @@ def findings(rows: Sequence[AuditRow], grids: Sequence[np.ndarray] = ()) -> Find
         frame_area=frame_area,
         peak=peak,
         discovered=found,
-        headline=found[0].sentence if found else NO_FINDING,
+        headline=headline(found, proved=False),
     )

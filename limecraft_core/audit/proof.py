@@ -17,7 +17,8 @@ class).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from ..edits.transplant import CAUSE_MARGIN, Insertion, insertion_test, null_sou
 #: Hiding the finding's region must lower the suspect class this much more than the null does.
 REMOVAL_MARGIN = 0.05
 
-__all__ = ["CAUSE_MARGIN", "REMOVAL_MARGIN", "Proof", "hide_mean", "prove"]
+__all__ = ["CAUSE_MARGIN", "REMOVAL_MARGIN", "Intervention", "Proof", "hide_mean", "prove"]
 
 
 def hide_mean(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -74,6 +75,70 @@ class Proof:
             f"margin {self.removal_margin:+.3f}, needed {REMOVAL_MARGIN}; insertion "
             f"{self.insertion.finding})."
         )
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A :class:`Proof` as plain numbers, as ``audit.json`` stores them with their finding.
+
+    Attributes
+    ----------
+    target_class : int, the suspect class
+    images : int, the finding's images whose region was hidden (removal)
+    removal_mean : float, the class's mean probability drop with the region hidden
+    removal_null_mean : float, the same with a same-area region elsewhere hidden (the null)
+    removal_margin : float, ``removal_mean - removal_null_mean``; must reach ``REMOVAL_MARGIN``
+    clean_images : int, the clean images of other classes the medoid's region was pasted into
+    flip_rate : float, the share of them turned into the class
+    mean_gain : float, the class's mean probability gain with the region pasted
+    null_gain : float, the same with a same-shape patch of elsewhere pasted (the null)
+    insertion : str, the insertion test's verdict, ``causes``, ``weak`` or ``none``
+    confirmed : bool, removal and insertion both beat their nulls (the module docstring)
+    """
+
+    target_class: int
+    images: int
+    removal_mean: float
+    removal_null_mean: float
+    removal_margin: float
+    clean_images: int
+    flip_rate: float
+    mean_gain: float
+    null_gain: float
+    insertion: str
+    confirmed: bool
+
+    @classmethod
+    def of(cls, proof: Proof) -> Intervention:
+        ins = proof.insertion
+        return cls(
+            target_class=proof.target_class, images=len(proof.removal),
+            removal_mean=float(proof.removal.mean()),
+            removal_null_mean=float(proof.removal_null.mean()),
+            removal_margin=proof.removal_margin, clean_images=len(ins.before),
+            flip_rate=ins.flip_rate, mean_gain=ins.mean_gain,
+            null_gain=float(ins.null_gain.mean()), insertion=ins.finding,
+            confirmed=proof.confirmed,
+        )  # fmt: skip
+
+    @property
+    def verdict(self) -> str:
+        return "confirmed" if self.confirmed else "not confirmed"
+
+    def sentence(self, class_name: str) -> str:
+        """The verdict and its numbers in one line."""
+        return (
+            f"{self.verdict.capitalize()} against the null: hiding it lowers '{class_name}' by "
+            f"{self.removal_mean:.3f} on average in {self.images} images (a same-area region "
+            f"elsewhere: {self.removal_null_mean:.3f}; margin {self.removal_margin:+.3f}, "
+            f"needed {REMOVAL_MARGIN}); pasted into {self.clean_images} clean images it turns "
+            f"{self.flip_rate:.0%} into '{class_name}' and changes it by {self.mean_gain:+.3f} "
+            f"(a same-shape patch from elsewhere: {self.null_gain:+.3f}; insertion "
+            f"{self.insertion})."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: round(v, 5) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
 def _shifted(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

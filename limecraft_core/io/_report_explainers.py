@@ -13,6 +13,7 @@ import numpy as np
 from .. import render
 from ..agreement import normalise, top_k
 from ..comparison import NORMALISATION
+from ..merge_hint import MergeHint
 from ..result import Explanation
 from ._report_checks import _num
 from ._report_figures import _Picture, _picture, _region_name
@@ -54,6 +55,8 @@ class _Explainers:
     disagreeing: str
     normalisation: str
     tinted: int = _TOP_K
+    merge: str = ""
+    merge_how: str = ""
 
 
 def _method(image: np.ndarray, ex: Explanation, title: str, values: np.ndarray, note: str):
@@ -67,6 +70,18 @@ def _method(image: np.ndarray, ex: Explanation, title: str, values: np.ndarray, 
         top=f"{_region_name(ex, first)} ({values[first]:+.4f})",
         note=note,
     )
+
+
+def _merge_words(m: MergeHint | None) -> tuple[str, str]:
+    """The merge test's sentence and how it was made, or two empty strings without one."""
+    if m is None:
+        return "", ""
+    how = (
+        "the exact Shapley interaction index of adjacent disputed regions"
+        if m.estimator == "exact"
+        else "adjacent disputed regions' interaction, estimated from the shared sample"
+    )
+    return m.sentence, f"{how}; a merge needs |index| >= {m.threshold:.2g}"
 
 
 def _explainers(image: np.ndarray, ex: Explanation) -> _Explainers | None:
@@ -101,4 +116,6 @@ def _explainers(image: np.ndarray, ex: Explanation) -> _Explainers | None:
         sentence=ag.sentence,
         disagreeing=", ".join(disputed) + (f" and {more} more" if more > 0 else "") or "none",
         normalisation=NORMALISATION,
+        merge=_merge_words(c.merge)[0],
+        merge_how=_merge_words(c.merge)[1],
     )

@@ -4,8 +4,9 @@ The command line (``python -m limecraft audit``) and the app's Audit page both w
 read this layout, so a folder (or a zip of it) made by one opens in the other::
 
     DIR/audit.json      format limecraft-audit: the settings, the model, the findings (plain
-                        sentences, per-class aggregates, the location map) and every row;
-                        written at the end, and on an interruption with "complete": false
+                        sentences, per-class aggregates, the location map, the findings across
+                        images with their interventions) and every row; written at the end
+                        (after the prove phase), and on an interruption with "complete": false
     DIR/audit.csv       the rows
     DIR/audit.html      the findings as a self-contained page (it fetches nothing)
     DIR/images/KEY/     one folder per image, written as soon as the image is finished:
@@ -36,22 +37,32 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from PIL import Image
 from pydantic import BeforeValidator
 
 from .. import render
 from .._validate import LimecraftError
-from ..audit import AuditItem, AuditOutcome, AuditRow, Findings, findings, sort_rows
+from ..audit import (
+    AuditItem,
+    AuditOutcome,
+    AuditRow,
+    Findings,
+    findings,
+    findings_from_dict,
+    prove_findings,
+    score_truth,
+    sort_rows,
+)
 from ..codecs.schema import Bad, Schema, check, fixed, read_json
 from ..config import ExplainConfig
 from ..result import Explanation
+from .audit_report import jpeg_picture
 from .dataset import _read
 from .images import decode_image, decode_mask, encode_png
 
@@ -68,14 +79,12 @@ FORMAT = "limecraft-audit"
 
 
 #: 2: each row keeps its strongest regions (``regions``) and the findings list the findings
-#: across images (``headline``, ``discovered``). Version 1 files are still read (rows without
-#: regions). An older LIMEcraft refuses a version 2 file by its version, not by a row's field.
-FORMAT_VERSION = 2
-READ_VERSIONS = (1, 2)
-
-
-#: The report's and the app's small pictures: at most this many px on the long side.
-THUMB_SIDE = 160
+#: across images (``headline``, ``discovered``). 3: the findings carry their interventions and
+#: truth scores and are read back through their schema (``audit.findings_from_dict``); versions
+#: 1 and 2 are still read, their findings recomputed from the rows (1: rows without regions). An
+#: older LIMEcraft refuses a newer file by its version, not by a field.
+FORMAT_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
 
 
 #: The audit's PNGs are written fast (zlib level 1): 4x quicker than the default, 10% larger.
@@ -119,24 +128,6 @@ def _atomic(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _jpeg(image: np.ndarray, side: int = THUMB_SIDE) -> bytes:
-    im = Image.fromarray(image)
-    scale = side / max(im.size)
-    if scale < 1:
-        im = im.resize(
-            (max(1, round(im.width * scale)), max(1, round(im.height * scale))),
-            Image.Resampling.LANCZOS,
-        )
-    elif scale > 1:  # small images are enlarged, blocky, so that their regions show
-        im = im.resize(
-            (max(1, round(im.width * scale)), max(1, round(im.height * scale))),
-            Image.Resampling.NEAREST,
-        )
-    buf = io.BytesIO()
-    im.convert("RGB").save(buf, format="JPEG", quality=85)
-    return buf.getvalue()
-
-
 def thumbnails(
     image: np.ndarray, ex: Explanation, expected: np.ndarray | None
 ) -> tuple[bytes, bytes]:
@@ -147,7 +138,7 @@ def thumbnails(
     )
     if expected is not None:
         over = render.outline_masks(over, [expected], [(40, 110, 255)], 0.0)
-    return _jpeg(image), _jpeg(over)
+    return jpeg_picture(image), jpeg_picture(over)
 
 
 class AuditFolder:
@@ -238,6 +229,17 @@ class AuditFolder:
             return None
         return g if g.ndim == 2 and g.shape[0] == g.shape[1] else None
 
+    def regions_of(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """An explained image as it was explained (``image.png``) and its label map
+        (``segments.npy``), for the prove phase and the exemplars."""
+        d = self.image_dir(key)
+        image = decode_image(_read(d / "image.png", "image"), key)
+        try:
+            segments = np.load(d / "segments.npy", allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise LimecraftError(f"image {key!r}: its segments.npy cannot be read: {e}") from None
+        return image, segments
+
     def picture(self, key: str, name: str) -> bytes | None:
         try:
             return (self.image_dir(key) / name).read_bytes()
@@ -256,13 +258,28 @@ class AuditFolder:
         source: dict[str, Any],
         complete: bool,
         run: dict[str, Any] | None = None,
+        predict: Any = None,
+        truth: dict[str, bool] | None = None,
     ) -> Findings:
-        """Write audit.json, audit.csv and audit.html for ``rows`` (in their given order)."""
-        from .audit_report import audit_csv, audit_html
+        """Write audit.json, audit.csv and audit.html for ``rows`` (in their given order).
+
+        With ``predict`` (callable(image) -> class probabilities) and a complete audit, the top
+        findings are proved first (:func:`~limecraft_core.audit.prove_findings`, reading each
+        image and its regions from this folder); with ``truth`` ({file: carries the artifact})
+        each finding gets its AUROC and AP.
+        """
+        from .audit_report import audit_csv, audit_html, exemplar_pictures
 
         rows = list(rows)
         grids = [g for r in rows if r.ok for g in [self.grid(r.key)] if g is not None]
         found = findings(rows, grids)
+        if predict is not None and complete:
+            found = prove_findings(found, rows, self.regions_of, predict)
+        if truth:
+            try:
+                found = score_truth(found, rows, truth)
+            except LimecraftError as e:  # e.g. the images with the artifact all failed
+                found = replace(found, sentences=(*found.sentences, f"--truth: {e}."))
         doc = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -291,6 +308,7 @@ class AuditFolder:
             config=config,
             complete=complete,
             created=doc["created"],
+            exemplars=exemplar_pictures(found, self.regions_of),
         )
         _atomic(self.path / "audit.html", html.encode())
         return found
@@ -304,7 +322,8 @@ class LoadedAudit:
     ----------
     folder : AuditFolder
     rows : tuple of AuditRow, in the audit's order
-    findings : Findings, recomputed from the rows and the images' location grids
+    findings : Findings, as audit.json stores them (format 3: with their interventions), or
+        recomputed from the rows and the images' location grids (formats 1 and 2)
     config : ExplainConfig, the settings it ran with
     model : dict, the model it ran with (``name`` and the options)
     source : dict, where its images came from
@@ -386,6 +405,7 @@ class _AuditDoc(Schema):
     source: Annotated[dict, BeforeValidator(_object)] = None  # type: ignore[assignment]
     complete: Annotated[bool, BeforeValidator(bool)] = False
     created: Annotated[str, BeforeValidator(_created)] = ""
+    findings: Any = None
 
 
 def load_audit(path: str | Path) -> LoadedAudit:
@@ -418,11 +438,15 @@ def load_audit(path: str | Path) -> LoadedAudit:
     af = AuditFolder(folder, create=False)
     for r in rows:
         af.image_dir(r.key)  # every key is a plain folder name
-    grids = [g for r in rows if r.ok for g in [af.grid(r.key)] if g is not None]
+    if doc.format_version >= 3:
+        found = findings_from_dict(doc.findings)
+    else:
+        grids = [g for r in rows if r.ok for g in [af.grid(r.key)] if g is not None]
+        found = findings(rows, grids)
     return LoadedAudit(
         folder=af,
         rows=rows,
-        findings=findings(rows, grids),
+        findings=found,
         config=doc.settings,
         model=doc.model,
         source=doc.source,

@@ -3,7 +3,8 @@
 Pure functions returning text; :mod:`limecraft_core.io.audit_folder` writes them. The page is rendered
 from ``templates/audit.html.j2`` with autoescaping on (file names, class labels and region names
 are user text), its pictures are data URLs and its CSS and sorting script are inline: it fetches
-nothing. It leads with the plain findings, then the location map, the per-class aggregates and
+nothing. It leads with the findings across images (each with its sentence, risk and rule,
+prevalence, interventions against the null and exemplars), the plain sentences, then the location map, the per-class aggregates and
 a sortable table of every image (flagged first) with its thumbnail and overlay.
 """
 
@@ -13,20 +14,39 @@ import base64
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from functools import cache
 from typing import Any
 
 import jinja2
+import numpy as np
+from PIL import Image
 
 from .. import render
-from ..audit import DEPENDENCE, FLAG_TEXT, AuditRow, Findings, RegionDescriptor
+from .._validate import LimecraftError
+from ..audit import DEPENDENCE, FLAG_TEXT, REMOVAL_MARGIN, AuditRow, Findings, RegionDescriptor
+from ..audit.findings import RISK_RULE
 from ..config import ExplainConfig
 from ..config import fields as setting_fields
+from ..edits.transplant import CAUSE_MARGIN
 from .images import encode_png
 
-__all__ = ["CSV_COLUMNS", "audit_csv", "audit_html", "data_url"]
+__all__ = [
+    "CSV_COLUMNS",
+    "THUMB_SIDE",
+    "audit_csv",
+    "audit_html",
+    "data_url",
+    "exemplar_pictures",
+    "jpeg_picture",
+]
+
+#: The report's and the app's small pictures: at most this many px on the long side.
+THUMB_SIDE = 160
+
+#: The colour of a finding's region outlined in its exemplars.
+EXEMPLAR_COLOUR = (255, 200, 0)
 
 #: The columns of audit.csv: every row field, then whether it is flagged and why. The strongest
 #: regions are their ids there ("4;17;2"); their descriptors are in audit.json.
@@ -71,6 +91,53 @@ def _num(v: Any, fmt: str = ".2f") -> str:
     return format(v, fmt)
 
 
+def jpeg_picture(image: np.ndarray, side: int = THUMB_SIDE) -> bytes:
+    """An (H, W, 3) uint8 image as a JPEG at most ``side`` px on its long side (a small one
+    enlarged, blocky, so that its regions show)."""
+    im = Image.fromarray(image)
+    scale = side / max(im.size)
+    if scale < 1:
+        im = im.resize(
+            (max(1, round(im.width * scale)), max(1, round(im.height * scale))),
+            Image.Resampling.LANCZOS,
+        )
+    elif scale > 1:  # small images are enlarged, blocky, so that their regions show
+        im = im.resize(
+            (max(1, round(im.width * scale)), max(1, round(im.height * scale))),
+            Image.Resampling.NEAREST,
+        )
+    buf = io.BytesIO()
+    im.convert("RGB").save(buf, format="JPEG", quality=85)
+    return buf.getvalue()
+
+
+def exemplar_pictures(
+    found: Findings, load: Callable[[str], tuple[np.ndarray, np.ndarray]]
+) -> dict[int, list[tuple[str, str]]]:
+    """{finding index: [(image key, JPEG data URL)]}: each finding's exemplars (up to 5, the
+    medoid first) with its region outlined; one whose files cannot be read is left out.
+
+    Parameters
+    ----------
+    found : Findings
+    load : callable(key) -> ((H, W, 3) uint8 image, (H, W) int label map)
+    """
+    out: dict[int, list[tuple[str, str]]] = {}
+    for i, f in enumerate(found.discovered):
+        regions = dict(f.regions)
+        for key in f.exemplars:
+            try:
+                image, segments = load(key)
+            except LimecraftError:
+                continue
+            mask = segments == regions.get(key, -1)
+            if mask.shape != image.shape[:2] or not mask.any():
+                continue
+            pic = render.outline_masks(image, [mask], [EXEMPLAR_COLOUR], 0.2)
+            out.setdefault(i, []).append((key, data_url(jpeg_picture(pic), "image/jpeg") or ""))
+    return out
+
+
 @cache
 def _template() -> jinja2.Template:
     env = jinja2.Environment(
@@ -93,6 +160,7 @@ def audit_html(
     config: ExplainConfig,
     complete: bool = True,
     created: str = "",
+    exemplars: Mapping[int, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """The audit as one self-contained HTML page.
 
@@ -105,6 +173,7 @@ def audit_html(
     config : the settings the audit ran with (those that differ from the defaults are listed)
     complete : False for an interrupted audit (the page says so)
     created : when it was written (ISO 8601)
+    exemplars : {finding index: [(image key, picture data URL with its region outlined)]}
     """
     location = None
     if found.location is not None:
@@ -133,7 +202,16 @@ def audit_html(
             }
         )
     masked = found.with_masks > 0
+    files = {r.key: r.file for r in rows}
+    cards = [
+        {"f": f, "exemplars": [(files.get(k, k), src) for k, src in (exemplars or {}).get(i, [])]}
+        for i, f in enumerate(found.discovered)
+    ]
     return _template().render(
+        cards=cards,
+        risk_rule=RISK_RULE,
+        removal_margin=REMOVAL_MARGIN,
+        cause_margin=CAUSE_MARGIN,
         found=found,
         table=table,
         location=location,

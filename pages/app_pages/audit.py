@@ -1,6 +1,7 @@
 """Audit: where does the model look across a dataset? Run an audit (the demo set, or a zip of
-images and masks), or open one the command line made; read the findings, the location map and
-the flagged images, and open any image on Explain or Inspect with its regions in place."""
+images and masks), or open one the command line made; read the proved findings first (as
+audit.html), then the location map and the flagged images; open an exemplar on Inspect with the
+finding's region named, paste a finding into other images, or open any image with its regions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ import streamlit as st
 
 import limecraft_core as lc
 from limecraft_core import render
-from limecraft_core.audit import FLAG_TEXT, AuditRow, audit_config, sort_rows
+from limecraft_core.audit import (
+    FLAG_TEXT,
+    REMOVAL_MARGIN,
+    AuditRow,
+    Finding,
+    audit_config,
+    sort_rows,
+)
+from limecraft_core.audit.findings import EXEMPLARS, RISK_RULE
+from limecraft_core.audit.proof import CAUSE_MARGIN
 from limecraft_core.io import audit_folder, dataset
 from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
@@ -76,11 +86,12 @@ def start(source: str, cfg: lc.ExplainConfig) -> None:
     app = audits.AppAudit(kind, name, model, cfg.to_dict(), state.owner())
     aid, folder = audits.create(app)
     try:
+        app = audits.keep_model(folder, app)  # an uploaded model outlives this session
         if demo:
             audits.write_demo_set(folder, n)
         else:
             audits.write_upload(folder, up.getvalue())
-    except lc.LimecraftError as e:
+    except (lc.LimecraftError, OSError) as e:
         shutil.rmtree(folder, ignore_errors=True)
         display.error(f"That upload cannot be audited: {e}")
         return
@@ -132,10 +143,104 @@ def _pct(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else round(100 * x, 1)
 
 
+def _num(x: float | None, fmt: str) -> str:
+    return "—" if x is None or not math.isfinite(x) else format(x, fmt)
+
+
+def intervention_view(f: Finding) -> None:
+    """The finding's removal and insertion against their nulls, the margins and the verdict."""
+    iv = f.intervention
+    if iv is None:
+        st.caption("Not proved by intervention.")
+        return
+    st.markdown(
+        "| test | the finding's region | the null | margin | needed |\n|---|--:|--:|--:|---|\n"
+        f"| removal: the class's mean drop when hidden ({iv.images} images) | "
+        f"{_num(iv.removal_mean, '.3f')} | {_num(iv.removal_null_mean, '.3f')} | "
+        f"{_num(iv.removal_margin, '+.3f')} | ≥ {REMOVAL_MARGIN} |\n"
+        f"| insertion: the class's mean gain when pasted into {iv.clean_images} clean images | "
+        f"{_num(iv.mean_gain, '+.3f')} | {_num(iv.null_gain, '+.3f')} | "
+        f"{_num(iv.mean_gain - iv.null_gain, '+.3f')} | ≥ {CAUSE_MARGIN} or a flip, beating "
+        f"the null in most images (verdict: {iv.insertion}) |\n"
+        f"| insertion: flip rate to the class | {_num(iv.flip_rate, '.0%')} | — | — | |"
+    )
+    verdict = f"**{iv.verdict.capitalize()} against the null.**"
+    (st.error if iv.confirmed else st.info)(verdict, icon=":material/science:")
+
+
+def finding_card(folder: Path, audit: LoadedAudit, i: int, f: Finding) -> str | None:
+    """One finding as audit.html shows it, with "Open in Inspect" on each exemplar and "Paste
+    into other images"; returns the action asked for (``open:<key>`` or ``paste``), if any."""
+    act = None
+    with st.container(border=True):
+        st.markdown(f"**Finding {i + 1}** · {display.md(f.kind)}")
+        st.markdown(display.md(f.sentence))
+        st.markdown(
+            f"risk **{f.risk}** ({', '.join(f.indicators) or 'no indicator'})",
+            help=f"The rule: {RISK_RULE}",
+        )
+        shares = ", ".join(f"{n} '{display.md(c)}' ({s:.0%})" for c, n, s in f.classes)
+        st.markdown(
+            f"Prevalence: {f.images} images ({f.coverage:.0%} of those explained); {shares}; "
+            f"{f.class_coverage:.0%} of its main class's images."
+        )
+        intervention_view(f)
+        if f.truth is not None:
+            t = f.truth
+            st.markdown(
+                f"Against your truth ({t.images} images, {t.positives} with the artifact): "
+                f"AUROC {t.auroc:.2f}, AP {t.ap:.2f}."
+            )
+        pics = audits.exemplars(audit, f)
+        if pics:
+            cols = st.columns(EXEMPLARS)
+            for j, (key, pic) in enumerate(pics):
+                with cols[j]:
+                    file = audit.row(key).file
+                    cap = f"{file} (medoid)" if key == f.medoid else file
+                    st.image(display.to_display(pic, 160), caption=cap)
+                    if st.button("Open in Inspect", key=f"audit_f{i}_open_{j}"):
+                        act = f"open:{key}"
+        if st.button(
+            "Paste into other images",
+            key=f"audit_f{i}_paste",
+            help="Inspect's paste, from the medoid: its region of the finding chosen to paste and "
+            "the suspect class to follow",
+        ):
+            act = "paste"
+    return act
+
+
+def discovered_view(folder: Path, audit: LoadedAudit) -> None:
+    """The findings across images, first: the headline, then each finding."""
+    found = audit.findings
+    st.markdown("**Findings across images**")
+    confirmed = found.proved and found.discovered and found.discovered[0].confirmed
+    calm = not found.discovered or (found.proved and not confirmed)
+    (st.success if calm else st.error)(
+        found.headline, icon=":material/check_circle:" if calm else ":material/flag:"
+    )
+    for i, f in enumerate(found.discovered):
+        act = finding_card(folder, audit, i, f)
+        if act is None:
+            continue
+        try:
+            app = audits.read_app(folder)
+            if act == "paste":
+                audits.paste_from(folder, audit, app, i)
+            else:
+                audits.open_image(folder, audit, app, act.removeprefix("open:"), i)
+        except lc.LimecraftError as e:
+            display.error(f"That finding could not be opened: {e}")
+            return
+        st.switch_page("pages/app_pages/inspect.py")
+
+
 def findings_view(audit: LoadedAudit) -> None:
     f = audit.findings
     if not f.sentences:
         return
+    st.markdown("**In plain sentences**")
     box = st.error if f.flagged else st.success
     box(f.sentences[0], icon=":material/flag:" if f.flagged else ":material/check_circle:")
     st.markdown("\n".join(f"- {display.md(s)}" for s in f.sentences[1:]))
@@ -426,6 +531,19 @@ st.caption(
     + ("image" if audit.findings.images == 1 else "images")
     + (f" · {audit.created}" if audit.created else "")
 )
+if resumable and not (p and p.todo) and audit.complete and not audit.findings.proved:
+    st.info(
+        "The findings below are not proved yet (the audit was stopped while proving them).",
+        icon=":material/science:",
+    )
+    if st.button("Prove the findings", key="audit_prove", type="primary"):
+        try:
+            audits.prove(folder, app)
+        except (lc.LimecraftError, lc.ModelError) as e:
+            display.error(f"The findings could not be proved: {e}")
+        else:
+            st.rerun()
+discovered_view(folder, audit)
 findings_view(audit)
 rows = images_view(audit)
 one_image(folder, audit, rows)

@@ -10,7 +10,7 @@ import streamlit as st
 import limecraft_core as lc
 from limecraft_core.limits import LIMITS
 from pages.lib import analysis as A
-from pages.lib import caches, config_form, display, explain_run, frame, runtime, state
+from pages.lib import caches, compare_view, config_form, display, explain_run, frame, runtime, state
 from pages.lib.session import session, set_value
 from pages.lib.views import explain_controls, localisation_panel, results
 
@@ -186,49 +186,7 @@ if ex is not None and np.array_equal(ex.segments, labels):
     results(s, ex)
     st.divider()
     localisation_panel(s, ex, "ex")
-    if s.hand:
-        st.divider()
-        st.subheader("LIME versus LIMEcraft")
-        st.caption(
-            "The same settings over automatic superpixels only, beside your handcrafted regions."
-        )
-        if st.button("Compare with automatic superpixels only", key="compare"):
-            try:
-                auto = caches.regions(s, handcrafted=False)
-                s.explanation_auto = explain_run.run_explain(
-                    s.image,
-                    auto,
-                    caches.run_key(s.image, auto, A.model_ref(s), s.config),
-                    "Comparing",
-                )
-            except (lc.LimecraftError, lc.ModelError) as e:
-                display.error(f"Compare failed: {e}")
-        if s.explanation_auto is not None:
-            a, b = display.columns([1, 1])
-            for col, e, title in (
-                (a, s.explanation_auto, "Automatic superpixels (LIME)"),
-                (b, ex, "With your regions (LIMEcraft)"),
-            ):
-                with col:
-                    i = e.class_index(ex.target) if ex.target in e.classes else 0
-                    st.markdown(f"**{title}** · R² {e.scores[i]:.3f}")
-                    st.image(
-                        display.to_display(
-                            lc.top_regions(
-                                *display.for_drawing(s.image, e.segments),
-                                e.class_weights[i],
-                                k=3,
-                            )
-                        )
-                    )
-                    top = np.argsort(-e.class_weights[i])[:3]
-                    st.caption(
-                        "top: "
-                        + ", ".join(
-                            f"{j}{' ' + display.md(e.region_names[j]) if e.region_names[j] else ''} ({e.class_weights[i, j]:+.3f})"
-                            for j in top
-                        )
-                    )
+    compare_view.section(s, ex, reg)
 elif ex is not None:
     st.info("The regions changed since the last explanation; press Explain again.")
 if s.explanation is not None:  # the first result is shown: the first steps have done their job

@@ -269,6 +269,7 @@ def contents(a: Analysis) -> list[str]:
         _count(len(a.edits), "edit"),
         "results" if a.explanation is not None else "",
         "LIME versus LIMEcraft" if a.explanation_auto is not None else "",
+        "the explainers compared" if getattr(a.explanation, "explainers", None) else "",
         "Trust" if a.trust_explanation is not None else "",
         "the edited image's explanation" if a.edited_explanation is not None else "",
         f"a paste into {_count(len(a.paste.names), 'image')}" if a.paste is not None else "",
@@ -459,6 +460,17 @@ def toggle_selection(a: Analysis, key: str) -> None:
 
 def clear_selection(a: Analysis) -> None:
     a.selected = frozenset()
+
+
+def preselect(a: Analysis, keys: tuple[str, ...]) -> None:
+    """Select exactly the regions ``keys`` (a merge suggestion, for Craft's "Merge selected")."""
+    a.selected = frozenset(keys)
+
+
+def set_comparison(a: Analysis, cmp: lc.Comparison) -> None:
+    """The explainers compared over the explanation's regions, kept with it (saved, restored)."""
+    if a.explanation is not None:
+        a.explanation = dataclasses.replace(a.explanation, explainers=cmp)
 
 
 def merge(a: Analysis, regions: lc.Regions, ids: list[int], name: str = "") -> None:

@@ -1,5 +1,5 @@
-"""The app's audits: where they live, how one runs with progress and Cancel, and how one of its
-images opens on Explain or Inspect.
+"""The app's audits: where they live, how one runs (and is proved) with progress and Cancel, and
+how one of its images, or a finding, opens on Explain or Inspect.
 
 An audit is a folder in the layout of :mod:`limecraft_core.io.audit_folder` (the CLI's ``--out``
 folder, so either opens the other's), under ``<store folder>/audits/<id>/``, with:
@@ -7,6 +7,7 @@ folder, so either opens the other's), under ``<store folder>/audits/<id>/``, wit
 - ``dataset/``: the images to audit (the demo set, or an uploaded zip, unpacked), with their
   expected masks in ``dataset/masks/`` and, for the demo set, the tags in ``dataset/tags/``;
 - ``app.json``: who made it, with which model and settings (so a reload or Resume can go on);
+- ``model/``: a copy of an uploaded model (the upload goes with its session; the audit stays);
 - the audit's own files, written per image as it finishes.
 
 The audit's id is in the page address (``?audit=...``), so a reload brings it back; with
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +31,11 @@ import streamlit as st
 
 import limecraft_core as lc
 import serving
-from limecraft_core.audit import AuditOutcome, run_audit
+from limecraft_core import render
+from limecraft_core.audit import AuditOutcome, Finding, run_audit, scorer_predict
 from limecraft_core.io import decode_mask
 from limecraft_core.io.audit_folder import AuditFolder, LoadedAudit, load_audit, settings_key
+from limecraft_core.io.audit_report import EXEMPLAR_COLOUR
 from limecraft_core.io.dataset import (
     audit_items,
     match_masks,
@@ -130,6 +134,29 @@ def create(app: AppAudit) -> tuple[str, Path]:
     (folder / OWNER_FILE).write_text(app.owner)
     write_app(folder, app)
     return aid, folder
+
+
+MODEL_DIR = "model"
+
+
+def keep_model(folder: Path, app: AppAudit, uploads: str | Path | None = None) -> AppAudit:
+    """An audit of an uploaded model keeps its own copy of the model file (and of an ONNX
+    file's weights beside it) in ``<audit>/model/``: the upload lives in the session's own
+    folder (``uploads``, default ``state.tmpdir()``), gone with the session, and the audit must
+    stay inspectable, resumable and provable after it. A registry name, or a file outside the
+    session's uploads, is kept as it is. Returns the app record that names the copy."""
+    name = str(app.model.get("name") or "")
+    if not name or not os.path.isfile(name):
+        return app
+    home = Path(state.tmpdir() if uploads is None else uploads).resolve()
+    if not Path(name).resolve().is_relative_to(home):
+        return app
+    dest = folder / MODEL_DIR
+    shutil.copytree(Path(name).parent, dest, dirs_exist_ok=True)
+    kept = AppAudit(app.source, app.name, {**app.model, "name": str(dest / Path(name).name)},
+                    app.settings, app.owner)  # fmt: skip
+    write_app(folder, kept)
+    return kept
 
 
 def write_app(folder: Path, app: AppAudit) -> None:
@@ -316,9 +343,58 @@ def run(folder: Path, app: AppAudit) -> bool:
             run_audit(p.todo, scorer, config, done, in_flight=IN_FLIGHT, save=save, tick=tick)
         complete = True
     finally:  # also when Cancel or a reload stops the run here
-        write_findings(folder, app, p, rows, complete, time.perf_counter() - t0)
+        if not complete:
+            write_findings(folder, app, p, rows, False, time.perf_counter() - t0)
+    prove(folder, app, p, rows, bar, time.perf_counter() - t0)
     bar.empty()
     return complete
+
+
+PROVE_TEXT = (
+    "Proving the top findings: hiding each one's region and pasting it into clean images of "
+    "other classes, against a same-area null"
+)
+
+
+def prover(app: AppAudit, bar: Any = None) -> Any:
+    """The prove phase's class probabilities of one image, through the audit's scorer (loaded
+    on first use), each pass counted on ``bar`` (a Cancel stops the run there)."""
+    held: dict[str, Any] = {}
+    passes = [0]
+
+    def predict(image: np.ndarray) -> np.ndarray:
+        if "predict" not in held:
+            held["predict"] = scorer_predict(scorer_for(app.model_ref, app.config))
+        passes[0] += 1
+        if bar is not None:
+            bar.progress(1.0, text=f"{PROVE_TEXT}: {passes[0]} model passes…")
+        return held["predict"](image)
+
+    return predict
+
+
+def prove(
+    folder: Path,
+    app: AppAudit,
+    p: Plan | None = None,
+    rows: dict[str, Any] | None = None,
+    bar: Any = None,
+    seconds: float | None = None,
+) -> None:
+    """The prove phase of a complete audit, as the command line runs it: the findings written
+    with their top ones proved (:meth:`AuditFolder.finish` with ``predict``). A Cancel or a
+    reload while it proves leaves the findings written unproved (the page offers to prove
+    them again)."""
+    p = plan(folder, app) if p is None else p
+    if bar is None:
+        bar = st.progress(1.0, text=f"{PROVE_TEXT}…")
+    proved = False
+    try:
+        write_findings(folder, app, p, rows, True, seconds, predict=prover(app, bar))
+        proved = True
+    finally:
+        if not proved:  # stopped while proving: the findings of every image, unproved
+            write_findings(folder, app, p, rows, True, seconds)
 
 
 def write_findings(
@@ -328,6 +404,7 @@ def write_findings(
     rows: dict[str, Any] | None = None,
     complete: bool = False,
     seconds: float | None = None,
+    predict: Any = None,
 ) -> None:
     """Write the audit's files from its finished images (``p.done`` unless ``rows`` is given).
 
@@ -345,6 +422,7 @@ def write_findings(
         source={"images": app.name, "count": len(p.items), "with_masks": p.masks},
         complete=complete,
         run={"in_flight": IN_FLIGHT, **({"seconds": round(seconds, 2)} if seconds else {})},
+        predict=predict,
     )
 
 
@@ -394,13 +472,72 @@ def from_audit(
     return a
 
 
-def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str) -> None:
+def finding_name(i: int, f: Finding) -> str:
+    """A finding's region as Inspect names it: ``finding 1: outside, 'star'``."""
+    return f"finding {i + 1}: {f.kind}, '{f.classes[0][0]}'" if f.classes else f"finding {i + 1}"
+
+
+def finding_region(f: Finding, key: str) -> int:
+    """The finding's region id in image ``key`` (its saved segments' label)."""
+    regions = dict(f.regions)
+    if key not in regions:
+        raise lc.LimecraftError(f"image {key!r} is not one of the finding's images")
+    return int(regions[key])
+
+
+def target_class(audit: LoadedAudit, f: Finding) -> int:
+    """The finding's suspect class: the one its proof followed, else its main class's index."""
+    if f.intervention is not None:
+        return int(f.intervention.target_class)
+    label = f.classes[0][0] if f.classes else None
+    keys = [k for k, _ in f.regions if audit.row(k).label == label] or [f.medoid]
+    return int(audit.row(keys[0]).predicted)
+
+
+def exemplars(audit: LoadedAudit, f: Finding) -> list[tuple[str, np.ndarray]]:
+    """The finding's exemplars (the medoid first) with its region outlined, as audit.html
+    shows them: [(image key, (H, W, 3) uint8 picture)]; one whose files cannot be read, or
+    whose region is not in its saved segments, is left out."""
+    out = []
+    for key in f.exemplars:
+        try:
+            image, segments = audit.folder.regions_of(key)
+            mask = segments == finding_region(f, key)
+        except lc.LimecraftError:
+            continue
+        if mask.shape == image.shape[:2] and mask.any():
+            out.append((key, render.outline_masks(image, [mask], [EXEMPLAR_COLOUR], 0.2)))
+    return out
+
+
+def open_image(
+    folder: Path,
+    audit: LoadedAudit,
+    app: AppAudit | None,
+    key: str,
+    finding: int | None = None,
+) -> int | None:
     """Make one audited image the session's analysis: the audit's regions and explanation, its
-    expected mask as the expected area, and the model it was audited with."""
+    expected mask as the expected area, and the model it was audited with.
+
+    With ``finding`` (an index into ``audit.findings.discovered``), that finding's region in
+    the image is named in the map (``finding 1: …``: named regions come first on Inspect and
+    Explain) and its id is returned.
+    """
     row = audit.row(key)
     ex = audit.explanation(key)
     ref = app.model_ref if app is not None else A.ModelRef(str(audit.model.get("name") or "demo"))
     note = f"from the audit: {row.reason}" if row.flagged else "from the audit: not flagged"
+    rid = None
+    if finding is not None:
+        f = audit.findings.discovered[finding]
+        rid = finding_region(f, key)
+        if not 0 <= rid < ex.n_regions:
+            raise lc.LimecraftError(f"image {key!r}: its saved regions do not hold region {rid}")
+        names = list(ex.region_names)
+        names[rid] = finding_name(finding, f)
+        ex = replace(ex, region_names=tuple(names))
+        note = f"from the audit: {finding_name(finding, f)}"
     a = from_audit(
         audit.image(key),
         row.file,
@@ -411,6 +548,17 @@ def open_image(folder: Path, audit: LoadedAudit, app: AppAudit | None, key: str)
         note=note,
     )
     state.adopt(a)
+    return rid
+
+
+def paste_from(folder: Path, audit: LoadedAudit, app: AppAudit | None, finding: int) -> None:
+    """Start Inspect's paste from a finding: its medoid opened with the finding's region named,
+    that region chosen as the one to paste and the suspect class as the class to follow."""
+    f = audit.findings.discovered[finding]
+    rid = open_image(folder, audit, app, f.medoid, finding)
+    # after adopt: a new analysis clears its widgets' state (state._ANALYSIS_WIDGETS)
+    st.session_state["edit_region"] = rid
+    st.session_state["edit_follow"] = target_class(audit, f)
 
 
 def share(x: float | None) -> str:

@@ -12,6 +12,7 @@ import streamlit as st
 import limecraft_core as lc
 import serving
 from limecraft_core import render
+from pages.lib import analysis as A
 from pages.lib import caches, runtime, state
 from pages.lib.display import VERDICT_TEXT, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
@@ -155,3 +156,42 @@ def run_explain(
         live_slot.empty()
     caches.explanation_cache().put(key, ex)
     return ex
+
+
+def run_compare(
+    image: np.ndarray,
+    reg: lc.Regions,
+    ex: lc.Explanation,
+    model: A.ModelRef,
+    methods: list[str],
+    region_names: list[str],
+) -> lc.Comparison:
+    """The explainers ``methods`` over ``ex``'s regions ``reg``, its settings and its class,
+    through the work queue, with a progress bar and a Cancel button (``lc.compare_explainers``)."""
+    clf = runtime.classifier(model, ex.config.speed.precision)
+    bar = st.progress(0.0, text="Comparing explainers: starting…")
+    cancel_slot = st.empty()
+    cancel_slot.button(
+        "Cancel", key="cancel-Comparing explainers", help="Stops after the current batch"
+    )
+    line = ExplainProgress("Comparing explainers")
+
+    def progress(done: int, total: int) -> None:
+        line.passes(done, total)
+        bar.progress(line.fraction, text=line.text())
+
+    runner = serving.queued(clf, runtime.work_queue(), alive=session_alive())
+    try:
+        return lc.compare_explainers(
+            image,
+            runner,
+            reg,
+            methods,
+            config=ex.config,
+            target=ex.target,
+            region_names=region_names,
+            progress=progress,
+        )
+    finally:
+        bar.empty()
+        cancel_slot.empty()

@@ -140,6 +140,8 @@ class Session:
     audit_loaded : the last audit read, keyed by its folder and audit.json's time
     audit_thumbs : the open audit's thumbnails as data URLs, by row key
     signed_in : the token of this session's password sign-in
+    agreement_before : (analysis id, mean feature agreement, K) of the explainers' comparison
+        whose merge suggestion was accepted: the comparison after the merge is set beside it
     """
 
     app: Analysis | None = None
@@ -172,6 +174,7 @@ class Session:
     audit_loaded: tuple[tuple[str, int], LoadedAudit] | None = None
     audit_thumbs: tuple[LoadedAudit, dict[str, Any]] | None = None
     signed_in: str | None = None
+    agreement_before: tuple[str, float, int] | None = None
 
     def tmpdir(self) -> str:
         """The session's folder for uploaded model files."""

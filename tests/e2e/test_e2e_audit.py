@@ -1,6 +1,7 @@
-"""The Audit page in a real browser: a demo audit that finds the tag, one flagged image opened on
-Inspect with the audit's regions where removing the tag changes the prediction, the audit kept
-across pages and a reload; a CLI audit opened in the app; an uploaded zip cancelled and resumed.
+"""The Audit page in a real browser: a demo audit that finds the tag (the headline finding,
+confirmed by insertion against the null), one flagged image opened on Inspect with the audit's
+regions where removing the tag changes the prediction, the audit kept across pages and a reload,
+and the finding's exemplar opened on Inspect with its region named; a CLI audit opened in the app; an uploaded zip cancelled and resumed.
 Each step asserts what is on the screen and saves a screenshot under test-artifacts/."""
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
     m = findings(page)
     shot(page, "2-findings")
     assert (int(m.group(1)), int(m.group(2))) == (len(follows), 8)
+    proved_finding(page)
     expect(page.locator("main")).to_contain_text("Where the model looks across the dataset")
     expect(page.locator("main")).to_contain_text("By predicted class")
     options = image_options(page)
@@ -117,7 +119,7 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
 
     # the first flagged image, on Inspect, with the audit's regions
     picked = options[0].split(" · ")[0].removeprefix("⚑ ")
-    click(page, page.get_by_role("button", name="Open in Inspect"))
+    click(page, page.locator(".st-key-audit_open_inspect").get_by_role("button"))
     expect(page.get_by_role("heading", name="Inspect", exact=True)).to_be_visible()
     assert "an image from an audit" in selectbox(page, "Sample gallery")
     region = selectbox(page, "Region")
@@ -152,7 +154,37 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
     rerun(page, page.reload, what="reload")
     assert (int(findings(page).group(1))) == len(follows)
     expect(page).to_have_url(re.compile("audit="))
+    proved_finding(page)  # the findings come back with the audit
     shot(page, "5-after-reload")
+
+    # the headline finding's first exemplar (its medoid), on Inspect with the region named
+    click(page, page.locator(".st-key-audit_f0_open_0").get_by_role("button"))
+    expect(page.get_by_role("heading", name="Inspect", exact=True)).to_be_visible()
+    region = selectbox(page, "Region")
+    assert re.match(r"\d+ finding 1: outside, '\w+' \(weight \+\d\.\d{3}\)", region), region
+    shot(page, "9-finding-in-inspect")
+
+
+INSERTION = re.compile(
+    r"insertion: the class's mean gain when pasted into (\d+) clean images\s*"
+    r"([+-]\d\.\d{3})\s*([+-]\d\.\d{3})\s*([+-]\d\.\d{3})"
+)
+
+
+def proved_finding(page) -> None:
+    """The findings lead the page: the headline finding, confirmed, with its insertion numbers
+    against the null and its exemplars."""
+    main = page.locator("main")
+    expect(main).to_contain_text("Findings across images")
+    expect(page.get_by_text(re.compile(r"^Finding 1 · outside")).first).to_be_visible()
+    expect(page.get_by_text("Confirmed against the null.").first).to_be_visible()
+    expect(page.locator(".st-key-audit_f0_open_0")).to_be_visible()
+    m = INSERTION.search(main.inner_text())
+    assert m, main.inner_text()[:3000]
+    clean, gain, null, margin = int(m.group(1)), *(float(g) for g in m.groups()[1:])
+    assert clean >= 1 and gain > null + 0.05  # pasting the tag raises its class; the null not
+    assert abs(margin - (gain - null)) <= 0.0015
+    expect(main).to_contain_text(re.compile(r"flip rate to the class\s*\d+%"))
 
 
 def _zip_folder(folder: Path) -> bytes:

@@ -121,9 +121,14 @@ def test_the_audit_finds_the_shortcut_in_the_demo_set(mixed, tmp_path):
     """The acceptance test, smaller: the conflict images where the model follows the tag are the
     flagged ones (precision and recall at least 0.9 against labels.json)."""
     out = tmp_path / "audit"
-    p = audit(mixed, out, "--samples", "400")  # the default N
-    assert p.returncode == 0, p.stderr
     labels = {e["file"]: e for e in json.loads((mixed / "labels.json").read_text())}
+    truth = tmp_path / "truth.csv"  # which images carry a tag of another class than the shape
+    truth.write_text(
+        "file,artifact\n"
+        + "".join(f"{f},{int(e['mode'] == 'conflict')}\n" for f, e in labels.items())
+    )
+    p = audit(mixed, out, "--samples", "400", "--truth", str(truth))  # the default N
+    assert p.returncode == 0, p.stderr
     rows = rows_of(out)
     assert len(rows) == 20 and all(r["status"] == "ok" for r in rows)
     truth = {
@@ -144,6 +149,17 @@ def test_the_audit_finds_the_shortcut_in_the_demo_set(mixed, tmp_path):
     html = (out / "audit.html").read_text()
     assert first.replace("'", "&#39;") in html
     assert html.count('<tr class="flagged">') == len(flagged)
+    # the findings across images lead the page, proved, with their truth scores
+    doc = json.loads((out / "audit.json").read_text())["findings"]
+    assert doc["proved"] and doc["discovered"]
+    outside = next(f for f in doc["discovered"] if f["kind"] == "outside")
+    assert outside["intervention"]["confirmed"] and outside["truth"]["images"] == 20
+    assert outside["truth"]["positives"] == 10 and 0 <= outside["truth"]["auroc"] <= 1
+    said = [line for line in p.stdout.splitlines() if "against --truth (20 images, 10 with" in line]
+    assert len(said) == len(doc["discovered"])
+    assert f"AUROC {outside['truth']['auroc']:.2f}, AP {outside['truth']['ap']:.2f}" in p.stdout
+    assert html.index("Findings across images") < html.index("Where the model looks")
+    assert "against the null" in html and 'alt="exemplar ' in html
     assert "Where the model looks across the dataset" in html and "By predicted class" in html
     assert "http://" not in html and "https://" not in html  # self-contained
     with open(out / "audit.csv", newline="") as f:
@@ -238,6 +254,17 @@ def test_bad_input_is_one_line_and_exit_2(mixed, tmp_path):
         (["audit", str(mixed / "images"), "--out", str(tmp_path / "o6"), "--in-flight", "0"],
          "--in-flight must be at least 1"),
     ]  # fmt: skip
+    first = sorted(p.name for p in (mixed / "images").iterdir())[:2]
+    for i, (text, message) in enumerate(
+        [
+            ("name,artifact\n", "has no column 'file'"),
+            (f"file,artifact\n{first[0]},1\nelse.png,0\n", "'else.png' is not one of the audited"),
+            (f"file,artifact\n{first[0]},1\n{first[1]},1\n", "AUROC needs both"),
+        ]
+    ):
+        (tmp_path / f"truth{i}.csv").write_text(text)
+        args = ["audit", str(mixed / "images"), "--out", str(tmp_path / f"t{i}")]
+        cases.append(([*args, "--truth", str(tmp_path / f"truth{i}.csv")], message))
     for args, message in cases:
         p = run(*args)
         assert p.returncode == 2, (args, p.stderr)
@@ -323,6 +350,12 @@ def test_a_killed_audit_keeps_what_is_done_and_resume_gives_the_same_results(mix
         d = out / "images" / key
         assert {f.name: f.stat().st_mtime_ns for f in d.iterdir()} == stamps[key]
     assert without_timing(rows_of(out)) == without_timing(rows_of(whole))
+    found = json.loads((whole / "audit.json").read_text())["findings"]
+    assert found["proved"] and json.loads((out / "audit.json").read_text())["findings"] == found
+    # a resume with every image finished explains nothing and proves again: the same findings
+    p = audit(mixed, out, "--limit", "8", "--in-flight", "1", "--early-stop", "none", "--resume")
+    assert p.returncode == 0 and "images/min" not in p.stdout, p.stderr
+    assert json.loads((out / "audit.json").read_text())["findings"] == found
     for r in rows_of(whole):
         a = Explanation.from_json((whole / "images" / r["key"] / "explanation.json").read_text())
         b = Explanation.from_json((out / "images" / r["key"] / "explanation.json").read_text())

@@ -39,7 +39,11 @@ def test_a_line_per_method_and_the_agreement(shape, tmp_path, capsys):
         assert line.startswith(f"  {title}: region "), line
         assert line.count("=") == 3  # the top 3 regions with their values
     assert lines[head + 1 + n].startswith("agreement: ") and lines[head + 1 + n].endswith(".")
-    assert lines[head + 2 + n] == f"wrote {tmp_path / 'explanation.json'}"
+    # the merge test over the 6 regions, from the exact table (K <= SHAPLEY_MAX_K)
+    merge = json.loads((tmp_path / "explanation.json").read_text())["explainers"]["merge"]
+    assert lines[head + 2 + n].startswith("merge (exact Shapley interaction index; a merge needs ")
+    assert lines[head + 2 + n].endswith(merge["sentence"])
+    assert lines[head + 3 + n] == f"wrote {tmp_path / 'explanation.json'}"
 
 
 def test_the_file_carries_the_block_and_reads_back(shape, tmp_path, capsys):

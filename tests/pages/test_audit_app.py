@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from limecraft_core.io.audit_folder import load_audit
 from models.demo_data import write_demo_mixed
 from pages.lib import analysis as A
 from pages.lib import analysis_file as AF
+from pages.lib import audits
 from pages.lib.audits import from_audit, progress_text, write_files
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -65,10 +67,15 @@ def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
     audit = load_audit(folder)
     assert audit.complete and len(audit.rows) == 6
     labels = {e["file"]: e for e in json.loads((folder / "dataset" / "labels.json").read_text())}
+    findings_first(at, audit)
+    exemplar_opens_with_the_findings_region_named(at, audit)
+    paste_starts_from_the_finding(at, audit)
+    reload_keeps_the_findings(aid, audit)
     # open the first flagged image (the picker's default) on Inspect
+    at.switch_page(AUDIT).run()
     flagged = [r for r in audit.rows if r.flagged]
     assert flagged, "the demo set at this seed has conflict images the model follows"
-    button(at, "Open in Inspect").click().run()
+    at.button(key="audit_open_inspect").click().run()
     assert not at.exception, at.exception
     a = at.session_state["limecraft_session"].app
     first = sorted(flagged, key=lambda r: -r.dependence)[0]
@@ -88,6 +95,91 @@ def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
     assert not at.exception, at.exception
     assert any(m.options and "the audit's expected mask" in m.options for m in at.multiselect)
     assert "is outside the area you expected" in texts(at)
+
+
+def findings_first(at, audit) -> None:
+    """The page leads with the proved findings, as audit.html does."""
+    found = audit.findings
+    assert found.proved and found.discovered, "the app's audit runs the prove phase"
+    f = found.discovered[0]
+    iv = f.intervention
+    assert f.confirmed and iv is not None  # the demo tag: removal and insertion beat the null
+    md = [m.value for m in at.markdown]
+    assert md.index("**Findings across images**") < md.index("**In plain sentences**")
+    assert found.headline == at.error[0].value  # the headline first, as a confirmed finding
+    shown = texts(at)
+    assert f"risk **{f.risk}** ({', '.join(f.indicators)})" in shown
+    assert f"Prevalence: {f.images} images" in shown
+    table = next(m for m in md if m.startswith("| test |"))
+    assert f"| {iv.removal_mean:.3f} | {iv.removal_null_mean:.3f} | {iv.removal_margin:+.3f} |" in (
+        table
+    )
+    assert f"| {iv.mean_gain:+.3f} | {iv.null_gain:+.3f} |" in table
+    assert f"flip rate to the class | {iv.flip_rate:.0%}" in table
+    assert "**Confirmed against the null.**" in shown
+    pics = audits.exemplars(audit, f)  # what the card shows: the region outlined, as audit.html
+    assert [k for k, _ in pics] == list(f.exemplars) and pics[0][0] == f.medoid
+    for key, pic in pics:
+        image, segments = audit.folder.regions_of(key)
+        changed = (pic != image).any(axis=2)
+        assert changed.any() and not changed[segments != dict(f.regions)[key]].all()
+
+
+def exemplar_opens_with_the_findings_region_named(at, audit) -> None:
+    f = audit.findings.discovered[0]
+    key = f.exemplars[0]
+    at.button(key="audit_f0_open_0").click().run()
+    assert not at.exception, at.exception
+    a = at.session_state["limecraft_session"].app
+    rid = dict(f.regions)[key]
+    assert a.image_name == audit.row(key).file and a.source == "audit"
+    name = audits.finding_name(0, f)
+    assert name.startswith("finding 1: ") and a.restored.names[rid] == name
+    _, segments = audit.folder.regions_of(key)
+    np.testing.assert_array_equal(a.restored.labels == rid, segments == rid)
+    assert at.selectbox(key="edit_region").value == rid  # named regions first on Inspect
+    assert name in at.selectbox(key="edit_region").format_func(rid)
+
+
+def paste_starts_from_the_finding(at, audit) -> None:
+    f = audit.findings.discovered[0]
+    at.switch_page(AUDIT).run()
+    at.button(key="audit_f0_paste").click().run()
+    assert not at.exception, at.exception
+    a = at.session_state["limecraft_session"].app
+    rid = dict(f.regions)[f.medoid]
+    assert a.image_name == audit.row(f.medoid).file
+    assert at.selectbox(key="edit_region").value == rid
+    assert at.selectbox(key="edit_follow").value == f.intervention.target_class
+    assert "Paste this region into other images" in [h.value for h in at.subheader]
+
+
+def reload_keeps_the_findings(aid: str, audit) -> None:
+    """A new session on the page address (a reload, a new tab) finds the audit on disk; one
+    stopped while proving offers to prove it, and proves it as the first run did."""
+
+    def new_tab() -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=300)
+        at.query_params["audit"] = aid
+        at.run()
+        at.switch_page(AUDIT).run()
+        assert not at.exception, at.exception
+        return at
+
+    at = new_tab()
+    assert audit.findings.headline in [e.value for e in at.error]
+    assert any(m.value.startswith("| test |") for m in at.markdown)
+    assert not [b for b in at.button if b.key == "audit_prove"]
+    folder = audit.folder.path
+    app = audits.read_app(folder)
+    audits.write_findings(folder, app, audits.plan(folder, app), complete=True)  # unproved
+    at = new_tab()
+    assert not load_audit(folder).findings.proved
+    at.button(key="audit_prove").click().run()
+    assert not at.exception, at.exception
+    again = load_audit(folder).findings
+    assert again.proved and again.headline == audit.findings.headline  # the same seeds
+    assert again.discovered[0].intervention == audit.findings.discovered[0].intervention
 
 
 def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):
@@ -211,3 +303,26 @@ def test_an_uploaded_folder_cannot_write_outside_the_audit(tmp_path):
 def test_audit_settings_start_from_the_audit_defaults():
     cfg = audit_config({**A.APP_CONFIG.flat(), "segmentation": "slic", "n_segments": 40})
     assert cfg.segmentation.method == "slic" and cfg.targets.compute_deltas
+
+
+def test_an_uploaded_model_is_kept_with_its_audit_and_outlives_the_session(tmp_path):
+    """The upload lives in the session's own folder; the audit keeps a copy (with an ONNX
+    file's weights beside it), so Open in Inspect, Resume and Prove find it after the session."""
+    session_dir = tmp_path / "session" / "0123abcd"
+    session_dir.mkdir(parents=True)
+    (session_dir / "net.onnx").write_bytes(b"model")
+    (session_dir / "net.onnx.data").write_bytes(b"weights")
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    (folder / audits.OWNER_FILE).write_text("local")
+    up = audits.AppAudit("upload", "z.zip", {"name": str(session_dir / "net.onnx")}, {}, "local")
+    kept = audits.keep_model(folder, up, uploads=tmp_path / "session")
+    shutil.rmtree(tmp_path / "session")  # the session ends
+    assert kept.model_ref.name == str(folder / "model" / "net.onnx")
+    assert (folder / "model" / "net.onnx").read_bytes() == b"model"
+    assert (folder / "model" / "net.onnx.data").read_bytes() == b"weights"
+    assert audits.read_app(folder).model_ref.name == kept.model_ref.name  # what a reload reads
+    demo = audits.AppAudit("demo", "demo", {"name": "demo"}, {}, "local")
+    assert audits.keep_model(folder, demo, uploads=tmp_path) is demo  # a registry name
+    elsewhere = audits.AppAudit("upload", "z", {"name": str(folder / "model" / "net.onnx")}, {}, "")
+    assert audits.keep_model(folder, elsewhere, uploads=tmp_path / "x") is elsewhere

