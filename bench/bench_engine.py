@@ -93,8 +93,12 @@ def round_robin(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, flo
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     cpu: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(rounds):
+        # each round starts one variant later: in a fixed order the defaults always ran right
+        # after lime and measured 1.9x early_stop=None's wall time at 1.16x its CPU time
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn = fns[name]
             t, c = time.perf_counter(), time.process_time()
             fn()
             times[name].append(time.perf_counter() - t)
