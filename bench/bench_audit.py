@@ -135,8 +135,8 @@ def weights(out: Path, doc: dict) -> dict[str, np.ndarray]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's options (``bench/bench_gpu.py --dry`` checks its own with this)."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -157,34 +157,47 @@ def main(argv: list[str] | None = None) -> int:
         help="folder for the generated images and every audit's files (default: a new "
         "temporary folder, kept)",
     )
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda", "auto"],
+        help="where every audit runs (python -m limecraft audit --device)",
+    )
     add_real_arguments(ap)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` (default: ``sys.argv[1:]``) lets a test run it in-process."""
+    args = parse_args(argv)
     if args.real:
         args.argv = list(sys.argv[1:] if argv is None else argv)
         return real_main(args)
+    dev = ["--device", args.device]
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="lc-bench-audit-"))
     result: dict = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores",
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "device": args.device,
     }
 
     # 1. the shortcut: the default settings, then the same images under other fills
     data = work / "acceptance"
     labels = {e["file"]: e for e in write_demo_mixed(data, args.images, ACCEPTANCE_SEED)}
-    doc = audit(data / "images", data / "masks", work / "acc-audit")
+    doc = audit(data / "images", data / "masks", work / "acc-audit", *dev)
     result["acceptance"] = {"seed": ACCEPTANCE_SEED, "settings": "defaults", **score(doc, labels)}
     print(json.dumps(result["acceptance"], indent=1), flush=True)
     result["acceptance_by_fill"] = {}
     for fill in filter(None, args.compare_fills.split(",")):
-        d = audit(data / "images", data / "masks", work / f"acc-{fill}", "--fill", fill)
+        d = audit(data / "images", data / "masks", work / f"acc-{fill}", "--fill", fill, *dev)
         result["acceptance_by_fill"][fill] = score(d, labels)
         print(fill, {k: result["acceptance_by_fill"][fill][k] for k in ("precision", "recall")})
 
     # 2. throughput, side by side
     data = work / "throughput"
     write_demo_mixed(data, args.throughput_images, THROUGHPUT_SEED)
-    fixed = ["--samples", str(args.samples), "--early-stop", "none"]
+    fixed = ["--samples", str(args.samples), "--early-stop", "none", *dev]
     variants = {
         "local, 1 image at a time": (["--in-flight", "1"], None),
         "local, 4 in flight (shared batches)": (["--in-flight", "4"], None),

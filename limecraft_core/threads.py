@@ -3,7 +3,8 @@
 On small, throttled machines torch's OpenMP threads busy-wait between operations, which costs
 about 8 ms per operation; waiting passively costs nothing measurable elsewhere (README,
 Performance). OpenMP reads its policy once, when torch starts its thread pool, so the policy
-must be in the environment before ``import torch``. The entry points (``app.py``,
+must be in the environment before ``import torch``; OpenBLAS (numpy's) reads its thread count
+when numpy loads, so before that too. The entry points (``app.py``,
 ``python -m limecraft``, ``serving/serve_app.py``, each script in ``bench/``, and the tests'
 ``conftest.py``) call :func:`set_thread_policy` first; ``tests/limecraft_core/test_threads.py``
 checks that each calls it before anything that loads torch, and that nothing else sets it.
@@ -17,7 +18,10 @@ import os
 import sys
 
 #: Each variable the entry points set, and its value, unless the environment sets it already.
-POLICY: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: numpy's OpenBLAS gets one thread: its products here are small (an early-stop check's 41
+#: ridge fits), and its own threads, which spin while they wait, fought torch's for the cores:
+#: a check then took about 3x its one-thread time and slowed the model batches beside it.
+POLICY: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def set_thread_policy() -> bool:

@@ -383,3 +383,24 @@ def _check_scores(bench, box_mask) -> None:
     # the rows describe no region here: none lies on the watermark; none is flagged
     assert s["per_image"]["strong_region_on_watermark"] == {"marked": 0, "clean": 0, "changed": 0}
     assert s["per_image"]["border_flag"]["flagged"] == 0
+
+
+def test_gpu_script_runs_its_dry_case_on_the_cpu(tmp_path):
+    """bench/gpu.sh's run (bench_gpu.py) takes its whole path on one tiny CPU case, so that the
+    prepared GPU command cannot rot: the explanation, the forward-only floor, the share above it
+    and the audit's command line (parsed by bench_audit.py, not run)."""
+    _bench_main("bench_gpu", "--dry", "--out", str(tmp_path))
+    res = json.loads((tmp_path / "gpu_cpu_dry.json").read_text())
+    (row,) = res["models"].values()
+    assert row["model"] == "tiny" and row["samples"] == 40
+    assert row["floor_batch_size"] in (8, 16) and row["floor_seconds"] > 0
+    assert row["defaults_seconds"] > 0 and row["none_seconds"] > 0
+    assert row["share_above_floor_none"] < 1 and 0 < row["defaults_samples_used"] <= 40
+    audit = res["audit"]
+    assert audit["dry"] and audit["device"] == "cpu"
+    assert audit["argv"][audit["argv"].index("--throughput-images") + 1] == "200"
+    assert "| tiny |" in (tmp_path / "gpu_cpu_dry.md").read_text()
+    # the shell wrapper parses
+    import subprocess
+
+    assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "gpu.sh")]).returncode == 0

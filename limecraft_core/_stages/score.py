@@ -178,7 +178,10 @@ def _score_main_steps(
     # check that cannot pass is skipped), else at every step when showing partial results
     next_at = max(EARLY_STOP_MIN_SAMPLES, EARLY_STOP_SAMPLES_PER_REGION * k)
     while done < s.samples:
-        stop = min(done + step, s.samples)
+        # nothing is judged or shown before the next check: score up to it in one call (the
+        # same rows, in whole steps, so the checks land on the same sample sizes)
+        ahead = 1 if partial is not None else max(1, -(-(next_at - done) // step))
+        stop = min(done + step * ahead, s.samples)
         parts.append(run(ms.masks[done:stop]))
         done = stop
         judge = done >= next_at or done == s.samples

@@ -28,7 +28,7 @@ ENTRY_POINTS = sorted(
 #: bench/_common.py sets the policy itself before its own imports, and a benchmark script
 #: imports it first (its test here checks it as an entry point).
 BEFORE = {"__future__", "os", "sys", "pathlib", "limecraft_core.threads", "_common"}
-((VARIABLE, VALUE),) = threads.POLICY.items()
+(VARIABLE, VALUE), (BLAS, BLAS_THREADS) = threads.POLICY.items()
 
 
 def imports_before_the_policy(path: Path) -> list[str] | None:
@@ -51,6 +51,7 @@ def imports_before_the_policy(path: Path) -> list[str] | None:
 
 def test_the_policy_is_set_unless_the_user_chose_one(monkeypatch):
     assert (VARIABLE, VALUE) == ("OMP_" + "WAIT_POLICY", "PASSIVE")
+    assert (BLAS, BLAS_THREADS) == ("OPENBLAS_" + "NUM_THREADS", "1")
     monkeypatch.delenv(VARIABLE, raising=False)
     threads.set_thread_policy()
     assert os.environ[VARIABLE] == VALUE
@@ -83,4 +84,4 @@ def test_the_policy_is_written_nowhere_else():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Constant) and node.value in threads.POLICY:
                 found.append(rel.as_posix())
-    assert found == ["limecraft_core/threads.py"], found
+    assert found == ["limecraft_core/threads.py"] * len(threads.POLICY), found
