@@ -1,10 +1,23 @@
 """The grouping's cross-class path (audit/grouping.py): regions alike in place and in look are one
-finding whatever class they push; alike in place only, across classes, they are not. Rows are
-built by hand (no model pass), so the grouping alone is under test."""
+finding whatever class they push; alike in place only, across classes, they are not. The grouping
+tests build rows by hand (no model pass); the last audits and proves a toy set end to end."""
 
 import numpy as np
+import torch
 
-from limecraft_core.audit import AuditRow, discover
+from limecraft_core import Classifier
+from limecraft_core.audit import (
+    REMOVAL_MARGIN,
+    AuditInput,
+    AuditItem,
+    AuditRow,
+    audit_config,
+    discover,
+    findings,
+    prove_findings,
+    run_audit,
+    scorer_predict,
+)
 from limecraft_core.audit.grouping import CROSS, group_regions
 from limecraft_core.audit.regions import REGION_GRID, RegionDescriptor, pack_mask
 
@@ -82,3 +95,60 @@ def test_text_proposals_reading_the_same_text_are_alike_whatever_their_colour():
     names = ["text: 家", "text: T"] * 2
     other = [_region((2, 20), lab, n) for lab, n in zip(looks, names, strict=True)]
     assert not [g for g in group_regions(_rows(other)) if g.kind == CROSS]
+
+
+class ObjectOrPlain(torch.nn.Module):
+    """Classes 'red', 'green', 'blue' (how much of the image is that colour) and 'plain'. A white
+    patch lowers 'plain', so it pushes whichever colour class the image shows: one artifact at
+    one place behind three classes, as a watermark."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def only(c: int) -> torch.Tensor:
+            rest = torch.maximum(x[:, (c + 1) % 3], x[:, (c + 2) % 3])
+            return 120 * torch.relu(x[:, c] - rest).mean(dim=(1, 2))
+
+        white = torch.relu(x.amin(dim=1) - 0.8).mean(dim=(1, 2))
+        top = x.amax(dim=1)  # dark but not black (the fill)
+        dark = (torch.relu(0.4 - top) * (top > 0.05)).mean(dim=(1, 2))
+        return torch.stack([only(0), only(1), only(2), 3 - 600 * white + 300 * dark], 1)
+
+
+def _images(n: int = 16, seed: int = 0) -> list[np.ndarray]:
+    """``n`` gray 48-px images, each with a red, green or blue object in a random cell of 6 x 6;
+    the first three (one of each colour) with a white patch in cell 7, the others with a dull dark
+    object instead (each its own colour and place: strong regions for 'plain' that group with
+    nothing, so the patch is in 3 of 24 images with regions, under the 20% floor)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        img = np.full((48, 48, 3), 0.45)
+        r, c = divmod(int(rng.choice([k for k in range(36) if k != 7])), 6)
+        colour = np.full(3, rng.uniform(0.05, 0.2))
+        colour[i % 3] = 0.9
+        if i >= 3:  # a dull dark object of its own colour, which pushes 'plain'
+            colour = rng.uniform(0.1, 0.35, 3)
+        img[r * 8 : r * 8 + 8, c * 8 : c * 8 + 8] = colour
+        if i < 3:
+            img[8:16, 8:16] = 1.0
+        out.append((img * 255).astype(np.uint8))
+    return out
+
+
+def test_one_patch_pushing_three_classes_is_found_and_confirmed():
+    images = _images(24)
+    clf = Classifier(ObjectOrPlain(), labels=["red", "green", "blue", "plain"], device="cpu")
+    cfg = audit_config({"segmentation": "grid", "n_segments": 36, "fill": "black", "samples": 200})
+    items = [
+        AuditItem(f"im{i:02d}.png", f"im{i:02d}", f"d{i}", lambda im=im: AuditInput(im))
+        for i, im in enumerate(images)
+    ]
+    got = []
+    run_audit(items, clf, cfg, got.append, in_flight=4)
+    keep = {o.row.key: (o.input.image, o.explanation.segments) for o in got}
+    rows = sorted((o.row for o in got), key=lambda r: r.key)
+    assert [r.label for r in rows[:3]] == ["red", "green", "blue"]
+    f = prove_findings(findings(rows), rows, keep.__getitem__, scorer_predict(clf))
+    top = f.discovered[0]
+    assert top.kind == CROSS and top.confirmed and f.headline == top.sentence
+    assert sorted(k for k, _ in top.regions) == ["im00", "im01", "im02"]
+    assert top.intervention.images == 3 and top.intervention.removal_margin >= REMOVAL_MARGIN
