@@ -38,7 +38,15 @@ from .findings_text import (
     _peak,
     _plural,
 )
-from .grouping import PLACE_DISTANCE, group_regions, similarities, view_distances
+from .grouping import (
+    CROSS,
+    MIN_IMAGES,
+    MIN_PREVALENCE,
+    PLACE_DISTANCE,
+    group_regions,
+    similarities,
+    view_distances,
+)
 from .proof import Intervention
 from .regions import REGION_GRID, RegionDescriptor
 from .rows import AuditRow
@@ -58,8 +66,9 @@ RISK_RULE = (
     f"{STRONG:.0%} of their image's |weight|)"
 )
 NO_FINDING = (
-    "No finding above the null: no group of alike strong regions (at least 3 images and 20% of "
-    "those explained) was confirmed by hiding it and pasting it against a same-area null."
+    f"No finding above the null: no group of alike strong regions (at least {MIN_IMAGES} images "
+    f"and {MIN_PREVALENCE:.0%} of those explained, or {MIN_IMAGES} alike in place and look "
+    "whatever class they push) was confirmed by hiding it and pasting it against a same-area null."
 )
 
 
@@ -90,7 +99,8 @@ class Finding:
 
     Attributes
     ----------
-    kind : str, how its regions are alike: ``"place"``, ``"look"``, ``"place and look"``, or
+    kind : str, how its regions are alike: ``"place"``, ``"look"``, ``"place and look"``,
+        ``"place and look, any class"`` (the grouping's cross-class path), or
         ``"outside"`` (with expected masks: the images whose prediction rests outside them)
     sentence : str, the finding in plain words
     mask : (REGION_GRID, REGION_GRID) bool ndarray, the cells at least half of its regions
@@ -280,6 +290,7 @@ _KIND_TEXT = {
     "place": "Regions at one place",
     "look": "Regions of one look",
     "place and look": "Regions of one look at one place",
+    "place and look, any class": "Regions of one look at one place, whatever class they push,",
     "outside": "Top regions outside the expected region",
 }
 
@@ -329,9 +340,13 @@ def _finding(
     risk = RISKS[min(len(indicators), 2)]
     sentence = (
         f"{_KIND_TEXT[kind]} ({medoid[1].colour}, {_where(mask)}, "
-        f"{float(np.median([d.area for d in descs])):.0%} of the image) push '{main}' in "
-        f"{len(members)} of {len(ok)} images ({counts[0][1]} of the {in_class} '{main}' images; "
-        f"median {share:.0%} of the |weight|): risk {risk}"
+        f"{float(np.median([d.area for d in descs])):.0%} of the image) push "
+        + (
+            _pushed(counts, len(members), len(ok))
+            if kind == CROSS
+            else _pushes(main, counts[0][1], in_class, len(members), len(ok))
+        )
+        + f"median {share:.0%} of the |weight|): risk {risk}"
         + (f" ({', '.join(indicators)})." if indicators else ".")
     )
     return Finding(
@@ -343,6 +358,16 @@ def _finding(
         indicators=indicators, risk=risk, score=coverage * share,
         membership=tuple(likeness.items()),
     )  # fmt: skip
+
+
+def _pushes(main: str, n_main: int, in_class: int, n: int, images: int) -> str:
+    return f"'{main}' in {n} of {images} images ({n_main} of the {in_class} '{main}' images; "
+
+
+def _pushed(counts: list, n: int, images: int) -> str:
+    """A cross-class finding's classes in words: how many, the first three, where it is."""
+    names = ", ".join(f"'{c}'" for c, _ in counts[:3]) + (", ..." if len(counts) > 3 else "")
+    return f"{len(counts)} classes ({names}) in {n} of {images} images ("
 
 
 def _outside(ok: Sequence[AuditRow]) -> Finding | None:

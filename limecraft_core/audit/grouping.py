@@ -15,6 +15,18 @@ under 1. A group counts an image once (its strongest region in the group) and is
 holds at least ``MIN_IMAGES`` images and ``MIN_PREVALENCE`` of the images with regions. A place
 group and a look group that share at least half of their images are one group of kind
 ``"place and look"``.
+
+**The cross-class path** (an artifact that sits at one place and looks the same is suspicious
+whatever class it pushes, e.g. a watermark that tips five photos into five classes): the
+regions are grouped a third time, with no class gap, by ``max(place, look')`` where ``look'``
+is the smaller of the key-colour distance and, for two text proposals, the character distance
+of the text they read (1 - the share of the shorter read's characters that the other holds,
+divided by ``TEXT_DISTANCE``: a partial or misread reading of the same text still matches): a semi-transparent watermark's colour follows its background, its
+characters do not. Such a group needs only ``MIN_IMAGES`` images, not ``MIN_PREVALENCE``: an
+audit explains each photo's own predicted class, so an artifact is a strong region mainly where
+it drives the prediction, a small share of the folder. What keeps a clean folder free of
+findings is the prove phase's null (:mod:`.proving`), not a flat floor. Its kind is ``CROSS``, ``"place and look, any class"``. A cross group that
+shares at least half of its images with a group of the first two views is dropped as a twin.
 """
 
 from __future__ import annotations
@@ -34,6 +46,11 @@ LAB_UNIT = 10.0
 CLASS_GAP = 0.6
 MIN_IMAGES = 3
 MIN_PREVALENCE = 0.2
+#: Two text proposals of which the shorter shares only this much less than all of its
+#: characters with the other are at threshold.
+TEXT_DISTANCE = 0.5
+#: The kind of a cross-class group (alike in place and in look, whatever class it pushes).
+CROSS = "place and look, any class"
 
 #: The two ways regions are grouped.
 VIEWS = ("place", "look")
@@ -89,6 +106,27 @@ def view_distances(descs: Sequence[RegionDescriptor], view: str) -> np.ndarray:
         looks = np.stack([look_vector(d) for d in descs])
         return pairwise_distances(looks) / LOOK_DISTANCE
     raise ValueError(f"a view is one of {', '.join(VIEWS)}, not {view!r}")
+
+
+def _text(d: RegionDescriptor) -> frozenset[str]:
+    """The characters a text proposal read (its name ``"text: ..."``), empty for any other."""
+    head, _, text = d.name.partition(":")
+    return frozenset(text.replace(" ", "")) if head.strip() == "text" else frozenset()
+
+
+def cross_distances(descs: Sequence[RegionDescriptor]) -> np.ndarray:
+    """(n, n) float ndarray: the cross-class path's distance, ``max(place, look')`` with
+    ``look'`` the smaller of the key-colour and the text distance (module docstring)."""
+    look = view_distances(descs, "look")
+    texts = [_text(d) for d in descs]
+    n = len(descs)
+    text = np.full((n, n), np.inf)
+    for i in range(n):
+        for j in range(n):
+            if texts[i] and texts[j]:
+                common = len(texts[i] & texts[j]) / min(len(texts[i]), len(texts[j]))
+                text[i, j] = (1.0 - common) / TEXT_DISTANCE
+    return np.maximum(view_distances(descs, "place"), np.minimum(look, text))
 
 
 def _clusters(dist: np.ndarray) -> np.ndarray:
@@ -164,7 +202,24 @@ def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
             p = _merge(p, twin, rows)
         out.append(p)
     out += looks
+    out += _cross(descs, table, rows, out)
     return tuple(sorted(out, key=lambda g: -len(g.members)))
+
+
+def _cross(
+    descs: list[RegionDescriptor], table: list[tuple[int, int]], rows: Sequence[AuditRow],
+    found: list[Group],
+) -> list[Group]:  # fmt: skip
+    """The cross-class path's groups of at least ``MIN_IMAGES`` images, less the twins of
+    ``found`` (see the module docstring)."""
+    dist = np.minimum(cross_distances(descs), 1e6)  # no text on either side: never alike
+    cl = _clusters(dist)
+    out = []
+    for c in np.unique(cl):
+        g = _group(CROSS, np.flatnonzero(cl == c), table, rows, dist)
+        if len(g.members) >= MIN_IMAGES and all(_overlap(g, f) < 0.5 for f in found):
+            out.append(g)
+    return out
 
 
 def similarities(

@@ -27,7 +27,8 @@ import numpy as np
 from .._validate import LimecraftError, ModelError
 from ..scorer import Scorer
 from .findings import Finding, Findings, headline
-from .proof import Intervention, prove
+from .grouping import CROSS
+from .proof import Intervention, Proof, prove
 from .rows import AuditRow
 
 #: The findings proved, the strongest first (each proof costs about 2 x images + 5 x clean
@@ -37,8 +38,19 @@ PROVE_TOP = 3
 CLEAN_IMAGES = 8
 #: The finding's images whose region is hidden (the most alike first).
 REMOVAL_IMAGES = 32
+#: A cross-class finding (kind ``"place and look, any class"``, the grouping's cross path) pushes each
+#: image's own class, so it is proved on each of its first classes in turn (the most frequent
+#: first) and confirmed when one is: at most this many tries, each against its own null.
+CROSS_CLASSES = 3
 
-__all__ = ["CLEAN_IMAGES", "PROVE_TOP", "REMOVAL_IMAGES", "prove_findings", "scorer_predict"]
+__all__ = [
+    "CLEAN_IMAGES",
+    "CROSS_CLASSES",
+    "PROVE_TOP",
+    "REMOVAL_IMAGES",
+    "prove_findings",
+    "scorer_predict",
+]
 
 Load = Callable[[str], tuple[np.ndarray, np.ndarray]]
 
@@ -67,28 +79,59 @@ def scorer_predict(scorer: Scorer) -> Callable[[np.ndarray], np.ndarray]:
     return predict
 
 
-def _target(f: Finding, rows: dict[str, AuditRow]) -> tuple[str, int]:
-    """The finding's main class: its name and index (from a member predicted that class)."""
-    label = f.classes[0][0]
+def _target(f: Finding, rows: dict[str, AuditRow], label: str) -> tuple[str, int]:
+    """A class of the finding: its name and index (from a member predicted that class)."""
     idx = next(rows[k].predicted for k, _ in f.regions if rows[k].label == label)
     return label, int(idx)
 
 
-def _clean(f: Finding, rows: dict[str, AuditRow], label: str, k: int) -> list[str]:
+def _clean(
+    f: Finding, rows: dict[str, AuditRow], label: str, k: int, near: Callable[[str], float]
+) -> list[str]:
+    """The clean images to paste into: the least alike first; for a cross-class finding the
+    ones where the class is nearest first (``near``: its probability there), where an artifact
+    that pushes it can show, the null being pasted into the same images."""
     members = {key for key, _ in f.regions}
     likeness = dict(f.membership)
     keys = [r.key for r in rows.values() if r.ok and r.label != label and r.key not in members]
+    if f.kind == CROSS:
+        return sorted(keys, key=lambda key: (-near(key), key))[:k]
     return sorted(keys, key=lambda key: (likeness.get(key, 0.0), key))[:k]
 
 
 def _prove_one(
     f: Finding, rows: dict[str, AuditRow], load: Load, predict: Callable, clean: int, seed: int
 ) -> Finding:
-    label, target = _target(f, rows)
-    targets = _clean(f, rows, label, clean)
-    if not targets:
-        note = f"Not proved: no explained image of another class than '{label}' to paste it into."
+    """The finding proved on its main class; a cross-class finding on each of its first
+    ``CROSS_CLASSES`` classes: removal over all of their images, each on its own class, and the
+    first insertion that causes its class (else the main class's)."""
+    labels = [c for c, _, _ in f.classes][: CROSS_CLASSES if f.kind == CROSS else 1]
+    proofs = [p for p in (_proof(f, rows, load, predict, clean, seed, c) for c in labels) if p]
+    if not proofs:
+        note = (
+            f"Not proved: no explained image of another class than '{labels[0]}' to paste it into."
+        )
         return replace(f, sentence=f"{f.sentence} {note}")
+    label, proof = next(((c, p) for c, p in proofs if p.insertion.finding == "causes"), proofs[0])
+    if len(proofs) > 1:
+        removal = np.concatenate([p.removal for _, p in proofs])
+        null = np.concatenate([p.removal_null for _, p in proofs])
+        proof = Proof(proof.target_class, removal, null, proof.insertion)
+    iv = Intervention.of(proof)
+    own = " (removal: each image's own class)" if len(proofs) > 1 else ""
+    return replace(f, sentence=f"{f.sentence} {iv.sentence(label)}{own}", intervention=iv)
+
+
+def _proof(
+    f: Finding, rows: dict[str, AuditRow], load: Load, predict: Callable, clean: int, seed: int,
+    label: str,
+) -> tuple[str, Proof] | None:  # fmt: skip
+    """The finding proved on one of its classes (its members of that class), or None when
+    there is no clean image to paste into."""
+    label, target = _target(f, rows, label)
+    targets = _clean(f, rows, label, clean, lambda key: float(predict(load(key)[0])[target]))
+    if not targets:
+        return None
     likeness = dict(f.membership)
     regions = dict(f.regions)
     # removal reads the suspect class, so only in the members predicted it (a finding of
@@ -108,8 +151,7 @@ def _prove_one(
         images.append(image)
         masks.append(mask)
     proof = prove(images, masks, 0, [load(k)[0] for k in targets], predict, target, seed=seed)
-    iv = Intervention.of(proof)
-    return replace(f, sentence=f"{f.sentence} {iv.sentence(label)}", intervention=iv)
+    return label, proof
 
 
 def prove_findings(

@@ -1,0 +1,154 @@
+"""The grouping's cross-class path (audit/grouping.py): regions alike in place and in look are one
+finding whatever class they push; alike in place only, across classes, they are not. The grouping
+tests build rows by hand (no model pass); the last audits and proves a toy set end to end."""
+
+import numpy as np
+import torch
+
+from limecraft_core import Classifier
+from limecraft_core.audit import (
+    REMOVAL_MARGIN,
+    AuditInput,
+    AuditItem,
+    AuditRow,
+    audit_config,
+    discover,
+    findings,
+    prove_findings,
+    run_audit,
+    scorer_predict,
+)
+from limecraft_core.audit.grouping import CROSS, group_regions
+from limecraft_core.audit.regions import REGION_GRID, RegionDescriptor, pack_mask
+
+LABELS = ("carton", "candle", "schnauzer", "binder", "lipstick", "pajama")
+
+
+def _region(cell: tuple[int, int], lab: tuple, name: str = "", region: int = 0) -> RegionDescriptor:
+    mask = np.zeros((REGION_GRID, REGION_GRID), bool)
+    r, c = cell
+    mask[r : r + 8, c : c + 8] = True
+    box = (r / REGION_GRID, c / REGION_GRID, (r + 8) / REGION_GRID, (c + 8) / REGION_GRID)
+    return RegionDescriptor(
+        region=region, name=name, weight=0.3, share=0.3, delta=0.2, area=float(mask.mean()),
+        box=box, mask=pack_mask(mask), lab_mean=lab, lab_std=(2.0, 1.0, 1.0), key_lab=lab,
+        key_lab_std=(2.0, 1.0, 1.0), grad_mean=0.1, grad_std=0.05,
+    )  # fmt: skip
+
+
+def _rows(regions: list[RegionDescriptor | None], n: int = 30) -> list[AuditRow]:
+    """``n`` rows of six classes in turn, the first ones with ``regions`` (None: a region of its
+    own place and colour), and every one with a second region of its own place and colour."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(n):
+        own = [
+            _region(
+                tuple(rng.integers(0, REGION_GRID - 8, 2)), tuple(rng.uniform(-40, 80, 3)), "", j
+            )
+            for j in (0, 1)
+        ]
+        first = regions[i] if i < len(regions) and regions[i] is not None else own[0]
+        rows.append(
+            AuditRow(
+                file=f"im{i:02d}.png",
+                key=f"im{i:02d}",
+                digest=f"d{i}",
+                predicted=i % 6,
+                label=LABELS[i % 6],
+                score=0.9,
+                n_regions=2,
+                top_region=0,
+                regions=(first, own[1]),
+            )
+        )
+    return rows
+
+
+def test_one_patch_at_one_place_in_four_classes_is_one_finding():
+    patch = _region((2, 20), (60.0, 70.0, 50.0))
+    rows = _rows([patch] * 4)  # 4 of 30 images (13%), each of another class
+    groups = [g for g in group_regions(rows) if g.kind == CROSS]
+    assert len(groups) == 1 and sorted(groups[0].rows) == [0, 1, 2, 3]
+    top = discover(rows)[0]
+    assert top.kind == CROSS and sorted(k for k, _ in top.regions) == [f"im0{i}" for i in range(4)]
+    assert (
+        len(top.classes) == 4 and "push 4 classes ('carton', 'candle', 'schnauzer'" in top.sentence
+    )
+    assert "whatever class they push" in top.sentence
+
+
+def test_alike_place_but_another_look_across_classes_is_not_grouped():
+    looks = [(60.0, 70.0, 50.0), (60.0, -60.0, 40.0), (30.0, 10.0, -60.0), (90.0, 0.0, 80.0)]
+    rows = _rows([_region((2, 20), lab) for lab in looks])
+    assert not [g for g in group_regions(rows) if g.kind == CROSS]
+    assert not [f for f in discover(rows) if f.kind == CROSS]
+
+
+def test_text_proposals_reading_the_same_text_are_alike_whatever_their_colour():
+    # a semi-transparent watermark: its colour follows each photo, the text it reads does not
+    looks = [(60.0, 70.0, 50.0), (60.0, -60.0, 40.0), (30.0, 10.0, -60.0), (90.0, 0.0, 80.0)]
+    texts = ["text: 捷径捷径", "text: 捷经插径", "text: 捷径", "text: 经捷径捷"]
+    rows = _rows([_region((2, 20), lab, name) for lab, name in zip(looks, texts, strict=True)])
+    groups = [g for g in group_regions(rows) if g.kind == CROSS]
+    assert len(groups) == 1 and sorted(groups[0].rows) == [0, 1, 2, 3]
+    names = ["text: 家", "text: T"] * 2
+    other = [_region((2, 20), lab, n) for lab, n in zip(looks, names, strict=True)]
+    assert not [g for g in group_regions(_rows(other)) if g.kind == CROSS]
+
+
+class ObjectOrPlain(torch.nn.Module):
+    """Classes 'red', 'green', 'blue' (how much of the image is that colour) and 'plain'. A white
+    patch lowers 'plain', so it pushes whichever colour class the image shows: one artifact at
+    one place behind three classes, as a watermark."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def only(c: int) -> torch.Tensor:
+            rest = torch.maximum(x[:, (c + 1) % 3], x[:, (c + 2) % 3])
+            return 120 * torch.relu(x[:, c] - rest).mean(dim=(1, 2))
+
+        white = torch.relu(x.amin(dim=1) - 0.8).mean(dim=(1, 2))
+        top = x.amax(dim=1)  # dark but not black (the fill)
+        dark = (torch.relu(0.4 - top) * (top > 0.05)).mean(dim=(1, 2))
+        return torch.stack([only(0), only(1), only(2), 3 - 600 * white + 300 * dark], 1)
+
+
+def _images(n: int = 16, seed: int = 0) -> list[np.ndarray]:
+    """``n`` gray 48-px images, each with a red, green or blue object in a random cell of 6 x 6;
+    the first three (one of each colour) with a white patch in cell 7, the others with a dull dark
+    object instead (each its own colour and place: strong regions for 'plain' that group with
+    nothing, so the patch is in 3 of 24 images with regions, under the 20% floor)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        img = np.full((48, 48, 3), 0.45)
+        r, c = divmod(int(rng.choice([k for k in range(36) if k != 7])), 6)
+        colour = np.full(3, rng.uniform(0.05, 0.2))
+        colour[i % 3] = 0.9
+        if i >= 3:  # a dull dark object of its own colour, which pushes 'plain'
+            colour = rng.uniform(0.1, 0.35, 3)
+        img[r * 8 : r * 8 + 8, c * 8 : c * 8 + 8] = colour
+        if i < 3:
+            img[8:16, 8:16] = 1.0
+        out.append((img * 255).astype(np.uint8))
+    return out
+
+
+def test_one_patch_pushing_three_classes_is_found_and_confirmed():
+    images = _images(24)
+    clf = Classifier(ObjectOrPlain(), labels=["red", "green", "blue", "plain"], device="cpu")
+    cfg = audit_config({"segmentation": "grid", "n_segments": 36, "fill": "black", "samples": 200})
+    items = [
+        AuditItem(f"im{i:02d}.png", f"im{i:02d}", f"d{i}", lambda im=im: AuditInput(im))
+        for i, im in enumerate(images)
+    ]
+    got = []
+    run_audit(items, clf, cfg, got.append, in_flight=4)
+    keep = {o.row.key: (o.input.image, o.explanation.segments) for o in got}
+    rows = sorted((o.row for o in got), key=lambda r: r.key)
+    assert [r.label for r in rows[:3]] == ["red", "green", "blue"]
+    f = prove_findings(findings(rows), rows, keep.__getitem__, scorer_predict(clf))
+    top = f.discovered[0]
+    assert top.kind == CROSS and top.confirmed and f.headline == top.sentence
+    assert sorted(k for k, _ in top.regions) == ["im00", "im01", "im02"]
+    assert top.intervention.images == 3 and top.intervention.removal_margin >= REMOVAL_MARGIN
