@@ -58,7 +58,9 @@ def set_samples(page, n: int) -> None:
 def expect_regions(page, names: list[str]) -> None:
     """Set the "Expected regions" box to exactly these handcrafted regions."""
     # clear what is chosen: each chosen item has its own "Remove <item>" button
-    chips = page.locator("[data-testid='stMultiSelect'] button[aria-label^='Remove ']:visible")
+    # (this box's only: Explain's "Explainers side by side" has chips of its own)
+    box = page.locator("[data-testid='stMultiSelect']", has_text="Expected regions").first
+    chips = box.locator("button[aria-label^='Remove ']:visible")
     left = chips.count()
     while left:
         click(page, chips.first)

@@ -24,6 +24,10 @@ from limecraft_core.comparison import NORMALISATION
 SIZE = 20
 
 
+# every method but Grad-CAM, which needs a convolutional layer that LinearPixels has not
+METHODS = tuple(m for m in EXPLAINERS if m != "gradcam")
+
+
 @pytest.fixture(scope="module")
 def explained() -> Explanation:
     img = np.random.default_rng(0).random((SIZE, SIZE, 3)).astype(np.float32)
@@ -31,16 +35,14 @@ def explained() -> Explanation:
     model = LinearPixels((SIZE, SIZE))
     cfg = ExplainConfig.from_flat(samples=60, seed=1, output_space="raw", fill="gray")
     ex = explain(img, model, segments=labels, config=cfg)
-    cmp = compare_explainers(
-        img, model, ex.segments, tuple(EXPLAINERS), config=ex.config, target=ex.target
-    )
+    cmp = compare_explainers(img, model, ex.segments, METHODS, config=ex.config, target=ex.target)
     return dataclasses.replace(ex, explainers=cmp)
 
 
 def test_the_block_round_trips_through_the_file(explained):
     doc = json.loads(explained.to_json())
     block = doc["explainers"]
-    assert list(block["methods"]) == list(EXPLAINERS)
+    assert list(block["methods"]) == list(METHODS)
     assert block["normalisation"] == NORMALISATION
     assert {"k", "pairs", "spread", "disagreeing", "sentence"} <= set(block["agreement"])
     # the class entries keep their keys (the goldens compare them exactly)
@@ -48,7 +50,7 @@ def test_the_block_round_trips_through_the_file(explained):
     back = Explanation.from_json(json.dumps(doc)).explainers
     cmp = explained.explainers
     assert back is not None and back.target == cmp.target and back.label == cmp.label
-    for name in EXPLAINERS:
+    for name in METHODS:
         np.testing.assert_array_equal(back.values(name), cmp.values(name))
     assert back.agreement.methods == cmp.agreement.methods
     assert back.agreement.sentence == cmp.agreement.sentence
