@@ -17,18 +17,7 @@ from limecraft_core import (
     LimecraftError,
     compare_explainers,
 )
-
-SIZE = 20
-
-
-def _image() -> np.ndarray:
-    return np.random.default_rng(0).random((SIZE, SIZE, 3)).astype(np.float32)
-
-
-def _grid(rows: int, cols: int) -> np.ndarray:
-    r = np.arange(SIZE)[:, None] * rows // SIZE
-    c = np.arange(SIZE)[None, :] * cols // SIZE
-    return (r * cols + c).astype(np.int64)
+from tests.limecraft_core.test_explainers import SIZE, _grid, _image  # the same image and boxes
 
 
 def _truth(model: torch.nn.Module, img: np.ndarray, labels: np.ndarray, cls: int, fill: float):
