@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -356,6 +356,23 @@ class QueuedScorer:
     def label(self, index: int) -> str:
         """Name of class ``index``."""
         return self.inner.label(index)
+
+    def gradient_model(self) -> Any:
+        """The inner local model's gradients (:meth:`limecraft_core.Classifier.gradient_model`),
+        for Integrated Gradients and Grad-CAM. They are taken in the calling job's thread on the
+        same local model: the queue shares forward passes of composed images, which the
+        gradient methods do not make (their few passes are the job's own).
+
+        Raises
+        ------
+        LimecraftError : the inner scorer gives no gradients (the message says why)
+        """
+        get = getattr(self.inner, "gradient_model", None)
+        if get is None:
+            raise LimecraftError(
+                f"the model {self.name!r} ({type(self.inner).__name__}) gives no gradients"
+            )
+        return get()
 
     def run_masks(
         self,

@@ -100,3 +100,20 @@ def test_exact_shapley_over_too_many_regions_says_the_cost_and_offers_kernelshap
     button(at, "Compare explainers").click().run()
     assert _app(at).explanation.explainers is not None
     assert np.isfinite(_app(at).explanation.explainers.values("kernelshap")).all()
+
+
+def test_gradient_methods_compare_through_the_apps_work_queue():
+    """The app scores through its work queue; Integrated Gradients and Grad-CAM take the
+    queued local model's gradients (the demo model is a torch CNN): no error, one overlay each."""
+    at = run_app()
+    _grid(at, 6)
+    explain(at, samples=60)
+    _methods(at).set_value(["lime", "ig", "gradcam"]).run()
+    button(at, "Compare explainers").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    cmp = _app(at).explanation.explainers
+    assert cmp is not None and [a.method for a in cmp.attributions] == ["lime", "ig", "gradcam"]
+    for m in ("ig", "gradcam"):
+        assert np.isfinite(cmp.values(m)).all() and np.abs(cmp.values(m)).max() > 0, m
+    assert sum(c.startswith("first: region") for c in image_captions(at)) == 3

@@ -12,7 +12,7 @@ import torch
 
 from limecraft_core import Cancelled, Classifier, LimecraftError, ModelError, Scorer, explain
 from serving.workqueue import QueuedScorer, WorkQueue
-from tests.toys import LinearPixels
+from tests.toys import LinearConv, LinearPixels
 
 KW = dict(samples=200, segmentation="grid", n_segments=9, input_size=32, batch_size=20)
 
@@ -72,6 +72,23 @@ def test_queued_equals_local(photo, queue):
     np.testing.assert_allclose(remote.weights, local.weights, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(remote.deltas, local.deltas, rtol=1e-6, atol=1e-7)
     assert queue.forward_calls >= 1 and queue.pending() == 0
+
+
+def test_gradient_methods_run_on_the_queued_local_model(photo, queue):
+    """The app compares explainers through the queue: Integrated Gradients and Grad-CAM take
+    the wrapped local model's gradients and give what they give without the queue."""
+    from limecraft_core import ExplainConfig, compare_explainers
+
+    clf = shared(LinearConv((32, 32)))
+    labels = np.arange(4).repeat(32)[None, :].repeat(96, 0)  # four vertical bands
+    cfg = ExplainConfig.from_flat(samples=20)
+    methods = ("lime", "ig", "gradcam")
+    local = compare_explainers(photo, clf, labels, methods, config=cfg)
+    queued = compare_explainers(photo, QueuedScorer(clf, queue), labels, methods, config=cfg)
+    for m in ("ig", "gradcam"):
+        assert np.abs(local.values(m)).max() > 0, m
+        np.testing.assert_allclose(queued.values(m), local.values(m), rtol=1e-5, atol=1e-7)
+    assert queue.forward_calls >= 1  # LIME's sample went through the queue
 
 
 def test_two_sessions_share_forward_passes(photo):
