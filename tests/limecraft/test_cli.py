@@ -237,22 +237,71 @@ def test_summary_lines_are_unambiguous(files, capsys):
         assert re.fullmatch(r"  \S+( \(main\))?: top=region \d+; Spearman=-?\d\.\d\d", line), line
 
 
-@pytest.mark.slow
-def test_subprocess_prints_a_summary(files):
-    r = run_cli(
-        "explain",
-        str(files["img"]),
-        "--out",
-        str(files["dir"] / "o"),
-        "--model",
-        str(files["model"]),
-        "--samples",
-        "30",
-        "--segmentation",
-        "grid",
+# Several runs of the real entry point in one interpreter, so that Python and torch start once
+# (tests/limecraft/test_cli.py: ``driven``); ``test_subprocess_bad_input_has_no_traceback`` is
+# the one true ``python -m limecraft`` process, for the interpreter's own exit.
+_DRIVER = r"""
+import json, os, runpy, sys, tempfile, traceback
+
+def drive(argv):
+    # limecraft/__main__.py as ``python -m limecraft ARGV`` runs it, with file descriptors 1
+    # and 2 sent to files: what C libraries write counts too
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+    sys.argv = ["limecraft", *argv]
+    try:
+        runpy.run_module("limecraft", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as e:  # what the interpreter does with it
+        code = e.code
+        if code is None:
+            code = 0
+        elif not isinstance(code, int):
+            print(code, file=sys.stderr); code = 1
+    except BaseException:
+        traceback.print_exc(); code = 1
+    finally:
+        sys.stdout.flush(); sys.stderr.flush()
+        os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+        os.close(saved[0]); os.close(saved[1])
+    out.seek(0); err.seek(0)
+    return {"code": code, "stdout": out.read().decode(), "stderr": err.read().decode()}
+
+cases = json.loads(sys.argv[1])
+print(json.dumps({name: drive(argv) for name, argv in cases.items()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def driven(bad_files) -> dict:
+    """Each case's exit code, stdout and stderr from one interpreter (see ``_DRIVER``)."""
+    d = bad_files
+    cases = {
+        "summary": [
+            "explain", str(d / "good.png"), "--out", str(d / "o-summary"),
+            "--model", str(d / "toy.pt2"), "--samples", "30", "--segmentation", "grid",
+        ],
+        "bomb": ["explain", str(d / "decompression-bomb.png"), "--out", str(d / "o")],
+        "evil": ["explain", str(d / "good.png"), "--model", str(d / "evil.pt"), "--out", str(d / "o")],
+    }  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", _DRIVER, json.dumps(cases)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
-    assert r.returncode == 0, r.stderr
-    assert "wrote" in r.stdout and "region" in r.stdout
+    assert r.returncode == 0 and r.stderr == "", r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_subprocess_prints_a_summary(driven):
+    r = driven["summary"]
+    assert r["code"] == 0, r["stderr"]
+    assert "wrote" in r["stdout"] and "region" in r["stdout"]
 
 
 BAD = [
@@ -490,23 +539,13 @@ def test_cli_bad_input_exits_2_with_one_line(bad_files, capsys, case, extra, mat
 
 
 @pytest.mark.slow
-def test_cli_subprocess_bad_files_have_no_traceback(bad_files):
+def test_cli_subprocess_bad_files_have_no_traceback(bad_files, driven):
     """Through the real entry point: a bomb and a booby-trapped model, one line each."""
-    files = bad_files
-    for args in (
-        [str(files / "decompression-bomb.png")],
-        [str(files / "good.png"), "--model", str(files / "evil.pt")],
-    ):
-        r = subprocess.run(
-            [sys.executable, "-m", "limecraft", "explain", *args, "--out", str(files / "o")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert r.returncode == 2, r.stderr
-        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
-    assert not (files / "pwned.txt").exists()
+    for case in ("bomb", "evil"):
+        r = driven[case]
+        assert r["code"] == 2, r["stderr"]
+        assert r["stderr"].count("\n") == 1 and "Traceback" not in r["stderr"], r["stderr"]
+    assert not (bad_files / "pwned.txt").exists()
 
 
 def test_help_imports_neither_torch_nor_scikit_image():

@@ -514,7 +514,7 @@ def test_killed_replica_is_reported_or_replaced(cluster, images, local_results):
         except ModelError as e:
             assert "LIMECRAFT_RAY_FALLBACK=local" in str(e)
             assert time.monotonic() < deadline, "Serve did not replace the replica in 90 s"
-            time.sleep(2)
+            time.sleep(0.5)  # a retry costs a refused request: poll often
     np.testing.assert_allclose(r.weights, local_results[0].weights, rtol=0, atol=1e-6)
     assert clf.stats()["pid"] != pid
 
@@ -552,29 +552,38 @@ def test_compose_overlay_runs_a_head_gpu_workers_and_front_ends():
 
 
 @pytest.mark.slow
-def test_the_app_explains_through_the_cluster(cluster):
-    """The web app with LIMECRAFT_RAY_ADDRESS set: Explain runs on the cluster, not the queue."""
+def test_the_app_explains_through_the_cluster(cluster, monkeypatch, tmp_path):
+    """The web app with LIMECRAFT_RAY_ADDRESS set: Explain runs on the cluster, not the queue.
+
+    In this process (Streamlit's AppTest): the app's model and explanation caches are emptied
+    before, so that the app loads its model with the address set and explains anew, and after,
+    so that no later test of this process gets the cluster's model."""
+    from streamlit.testing.v1 import AppTest
+
+    from pages.lib import caches, runtime
+
+    def forget() -> None:
+        runtime._classifier.clear()
+        caches.explanation_cache.clear()
+
     before = _remote(cluster).stats()
-    code = (
-        "import json; from streamlit.testing.v1 import AppTest\n"
-        f"at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=300); at.run()\n"
-        "at.number_input(key='set_samples').set_value(100)\n"
-        "at.number_input(key='set_repeats').set_value(1); at.run()\n"
-        "next(b for b in at.button if b.label == 'Explain').click().run()\n"
-        "from pages.lib.runtime import work_queue\n"
-        "ex = at.session_state['limecraft_session'].app.explanation\n"
-        "print(json.dumps({'exc': len(at.exception), 'errors': [e.value for e in at.error],\n"
-        "  'explained': ex is not None, 'queue_calls': work_queue().forward_calls,\n"
-        "  'captions': [c.value for c in at.sidebar.caption]}))"
-    )
-    env = {**os.environ, "LIMECRAFT_RAY_ADDRESS": cluster}
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
-    )
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["exc"] == 0 and out["errors"] == [] and out["explained"]
-    assert out["queue_calls"] == 0  # the local work queue was not used
-    assert any("Ray Serve cluster" in c for c in out["captions"])
+    monkeypatch.setenv("LIMECRAFT_RAY_ADDRESS", cluster)
+    monkeypatch.setenv("LIMECRAFT_STORE_DIR", str(tmp_path / "store"))
+    forget()
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+        at.run()
+        at.number_input(key="set_samples").set_value(100)
+        at.number_input(key="set_repeats").set_value(1)
+        at.run()
+        queue_calls = runtime.work_queue().forward_calls
+        next(b for b in at.button if b.label == "Explain").click().run()
+        assert not at.exception and [e.value for e in at.error] == []
+        assert at.session_state["limecraft_session"].app.explanation is not None
+        assert runtime.work_queue().forward_calls == queue_calls  # the local queue was not used
+        assert any("Ray Serve cluster" in c.value for c in at.sidebar.caption)
+    finally:
+        forget()
     after = _remote(cluster).stats()
     assert after["requests"] > before["requests"]
 
