@@ -29,8 +29,8 @@ from limecraft_core.io.audit_folder import load_audit
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 #: Samples per image where what a test checks is the run itself (files, rows, resume, signals),
-#: not what the explanations find: 100 is enough for the demo model's 40 regions. The test of
-#: what the audit finds runs at the default N (400).
+#: not what the explanations find: 100 (over the ~40 regions of an image) take every stage of
+#: the run as 200 did. The test of what the audit finds runs at the default N (400).
 FAST = ["--samples", "100"]
 #: Images of the demo set, half of them conflict images (tag and shape of different classes).
 #: bench/bench_audit.py scores the flags on 60 images at N=500; here a smaller set is enough
