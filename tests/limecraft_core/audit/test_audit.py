@@ -317,7 +317,7 @@ def test_images_in_flight_give_the_same_results_as_one_at_a_time():
         for i, im in enumerate(images)
     ]
     clf = load_classifier("demo", device="cpu")
-    cfg = audit_config({"samples": 80})  # the same results either way: any N shows it
+    cfg = audit_config({"samples": 150})
     one = {}
     run_audit(items, clf, cfg, lambda o: one.__setitem__(o.row.file, o), in_flight=1)
     queue = WorkQueue()
