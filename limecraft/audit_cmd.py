@@ -217,6 +217,9 @@ def _audit_explain(
 def cmd_audit(a: argparse.Namespace) -> int:
     import time
 
+    from limecraft_core.io.masks_folder import check_images_source
+
+    check_images_source(a.images)  # a typo is answered before the engine (torch) loads
     from limecraft_core.io.audit_folder import AuditFolder, settings_key
     from limecraft_core.io.dataset import audit_items
 

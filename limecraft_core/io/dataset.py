@@ -17,7 +17,13 @@ from .._validate import LimecraftError
 from ..audit import AuditInput, AuditItem
 from ..proposers import propose
 from .images import decode_image, decode_mask, expected_area
-from .masks_folder import IMAGE_SUFFIXES, _is_image_name, match_masks, read_regions_mask
+from .masks_folder import (
+    IMAGE_SUFFIXES,
+    _is_image_name,
+    check_images_source,
+    match_masks,
+    read_regions_mask,
+)
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -59,9 +65,7 @@ def list_images(source: str | Path) -> list[tuple[str, Path]]:
     LimecraftError
         If ``source`` does not exist, holds no image, or a list file is unreadable.
     """
-    src = Path(source)
-    if not src.exists():
-        raise LimecraftError(f"IMAGES {str(src)!r} does not exist: give a folder or a list file")
+    src = check_images_source(source)
     if src.is_dir():
         found = []
         for p in src.rglob("*"):

@@ -16,9 +16,25 @@ import numpy as np
 from .._validate import LimecraftError
 from .images import _read_bytes, decode_mask
 
-__all__ = ["IMAGE_SUFFIXES", "match_masks", "read_regions_mask"]
+__all__ = ["IMAGE_SUFFIXES", "check_images_source", "match_masks", "read_regions_mask"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif")
+
+
+def check_images_source(source: str | Path) -> Path:
+    """``source`` (a folder of images, or a list file) as a Path, if it exists. Light on
+    purpose: the command line checks it before anything loads torch, so a typo is answered at
+    once.
+
+    Raises
+    ------
+    LimecraftError
+        If ``source`` does not exist.
+    """
+    src = Path(source)
+    if not src.exists():
+        raise LimecraftError(f"IMAGES {str(src)!r} does not exist: give a folder or a list file")
+    return src
 
 
 def _is_image_name(name: str) -> bool:
