@@ -7,7 +7,7 @@ secret). Its users are predefined with their claims; the test types a user's sub
 provider's own authorize form, as a person would. The app runs as
 ``streamlit run app.py --secrets.files <a temporary secrets.toml>``, so the repository's
 ``.streamlit/secrets.toml`` is neither read nor written. Screenshots go to
-test-artifacts/oidc-*.png.
+test-artifacts/oidc-*.jpg.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 from conftest import ARTIFACTS, _free_port, start_app, stop_app
-from e2e_helpers import goto, rerun
+from e2e_helpers import goto, rerun, screenshot
 
 pytestmark = [
     pytest.mark.browser,
@@ -110,7 +110,7 @@ def visit(page, url: str) -> None:
 
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"oidc-{name}.png"), full_page=True)
+    screenshot(page, ARTIFACTS / f"oidc-{name}.jpg", full_page=True)
 
 
 def expect_sign_in_screen(page) -> None:

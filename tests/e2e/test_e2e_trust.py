@@ -6,7 +6,7 @@ the drawn shape as another, explain, mark the shape as the region the model *sho
 (it hits), reload (the mark is kept), then run the Trust checks and read the verdict sentence,
 the sign consistency, the field's metrics, the fills side by side and the localisation, and
 download the analysis to find the same numbers in its JSON. Screenshots go to
-test-artifacts/views-trust-*.png.
+test-artifacts/views-trust-*.jpg.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ against ``streamlit run app.py``, at 1400 and 800 px wide.
 
 Each test asserts what is on the screen: the photo's own pixels, the labels of a chart, the
 tint of an overlay, where a drawn rectangle lands, the words of a warning. Screenshots of every
-page at both widths go to test-artifacts/views-*.png (look at them).
+page at both widths go to test-artifacts/views-*.jpg (look at them).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from e2e_helpers import (
     pick,
     pick_sample,
     rerun,
+    screenshot,
     start,
     upload,
     uploader,
@@ -527,7 +528,7 @@ def test_the_report_opens_with_its_conclusion_and_shows_the_edits(page, app_url,
         assert img.evaluate("i => i.naturalWidth") >= 128
     ARTIFACTS.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": 1000})
-    page.screenshot(path=str(ARTIFACTS / "views-report-1400.png"), full_page=True)
+    screenshot(page, ARTIFACTS / "views-report-1400.jpg", full_page=True)
     page.pdf(path=str(ARTIFACTS / "views-report.pdf"), format="A4", print_background=True)
 
 
