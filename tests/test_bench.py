@@ -411,3 +411,98 @@ def test_gpu_script_runs_its_dry_case_on_the_cpu(tmp_path):
     import subprocess
 
     assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "gpu.sh")]).returncode == 0
+
+
+def _bench_module(name: str):
+    """``bench/<name>.py`` imported (the scripts import each other by name)."""
+    with _process_state_kept():
+        sys.path.insert(0, str(ROOT / "bench"))
+        return importlib.import_module(name)
+
+
+def test_merge_bench_compares_accepts_the_suggestion_and_compares_again():
+    """One demo conflict image with its tag as the artifact, N = 60: each round compares the
+    methods over the regions, accepts the merge suggestion if there is one, and compares again
+    over one region fewer; whether LIME's strongest region lies on the artifact is its share
+    inside the box against the stated bar."""
+    import numpy as np
+
+    import limecraft_core as lc
+    from models import demo, registry
+
+    bm = _bench_module("bench_merge")
+    s = demo.generate(1, seed=2026, mode="conflict")[0]
+    model = registry.load_classifier("demo")
+    target = int(np.argmax(model.predict(s.image)))
+    cfg = lc.ExplainConfig.from_flat(samples=60)
+    recs = bm.one_photo(s.image, model, cfg, ("lime", "occlusion", "rise"), 1, s.tag_mask, target)
+    assert [r["round"] for r in recs] == list(range(len(recs))) and len(recs) in (1, 2)
+    for r in recs:
+        assert 0 <= r["lime_top_inside"] <= 1 and -1 <= r["spearman"] <= 1
+        assert r["lime_top_on_watermark"] == (r["lime_top_inside"] >= bm.ON_WATERMARK)
+        assert r["merge_sentence"]
+    if recs[0]["suggested"] is not None:  # accepted: the next round has one region fewer
+        assert len(recs) == 2 and recs[1]["k"] == recs[0]["k"] - 1
+    else:
+        assert len(recs) == 1
+
+
+def test_merge_bench_tally_keeps_a_photo_that_stopped_in_its_last_state():
+    bm = _bench_module("bench_merge")
+
+    def rec(rnd, on, pair, joins, rho):
+        return {"round": rnd, "lime_top_on_watermark": on, "suggested": pair,
+                "joins_watermark_pieces": joins, "spearman": rho}  # fmt: skip
+
+    merged = [rec(0, False, [1, 2], True, 0.2), rec(1, True, None, False, 0.6)]
+    stopped = [rec(0, True, None, False, 0.8)]
+    t = bm.tally([merged, stopped], 2)
+    assert [x["top_on_watermark"] for x in t] == [1, 2, 2]
+    assert [x["suggestions"] for x in t] == [1, 0, 0]
+    assert [x["joining_watermark_pieces"] for x in t] == [1, 0, 0]
+    assert [x["photos_merged_so_far"] for x in t] == [0, 1, 0]
+    assert t[1]["mean_spearman"] == 0.7
+    md = bm.markdown({"photos": 2, "machine": "m", "command": "c", "runtime": "r",
+                      "samples": 9, "methods": ["lime"], "seconds": 1.0, "tally": t})  # fmt: skip
+    assert "| superpixels alone | 1 of 2 |" in md and "| 1 merge round(s) | 2 of 2 |" in md
+
+
+def test_trust_agreement_bench_judges_the_default_run_and_compares_the_methods(tmp_path, capsys):
+    """The demo conflict image with its tag drawn, against the committed calibration reference:
+    the default run judged as bench_calibration judges it, the four methods' first regions,
+    and the two rules scored; the JSON and the markdown say it."""
+    _bench_main("bench_trust_agreement", "--only", "demo-conflict-1-tag", "--out", str(tmp_path))
+    r = json.loads((tmp_path / "trust_agreement.json").read_text())
+    (case,) = r["cases"]
+    # today's run makes the regions the recorded run made: its reference fits, and is judged
+    assert case["case"] == "demo-conflict-1-tag" and not case["stale"] and case["conclusion_agrees"]
+    assert set(case["methods_first"]) == {"lime", "kernelshap", "occlusion", "rise"}
+    assert case["methods_agree"] == (len(set(case["methods_first"].values())) == 1)
+    assert r["summary"]["cases"] == 1 and r["decision"]
+    md = (tmp_path / "trust_agreement.md").read_text()
+    assert "| demo-conflict-1-tag |" in md and md in capsys.readouterr().out
+
+
+def test_trust_agreement_rules_count_what_they_fix_and_break():
+    ta = _bench_module("bench_trust_agreement")
+
+    def row(default, ref, agrees, firsts, conclusion=(0,)):
+        return {"default_verdict": default, "reference_verdict": ref, "conclusion_agrees": agrees,
+                "dangerous": False, "default_conclusion": list(conclusion),
+                "methods_first": dict(zip("abcd", firsts, strict=True)),
+                "methods_agree": len(set(firsts)) == 1}  # fmt: skip
+
+    rows = [
+        row("stable", "stable", True, (0, 0, 1, 0)),  # a downgrade breaks a right verdict
+        row("stable", "unstable", False, (0, 2, 0, 0)),  # a downgrade fixes a wrong one
+        row("borderline", "stable", False, (0, 0, 0, 0)),  # an upgrade fixes a miss
+        row("borderline", "unstable", True, (0, 0, 0, 0)),  # an upgrade adds a danger
+        row("stable", "stable", True, (0, 0, 0, 0)),  # untouched
+        {**row("stable", "unstable", False, (0, 1, 2, 3)), "stale": True, "case": "x"},  # aside
+    ]
+    s = ta.score_rules(rows)
+    assert s["downgrade"] == {"fixed": 1, "broken": 1}
+    assert s["upgrade"] == {"fixed": 1, "broken": 1, "dangerous": 1}
+    assert s["methods_agree"] == 3 and s["stable_and_methods_disagree"] == 2
+    assert s["cases"] == 5 and s["stale"] == ["x"]
+    assert ta.decision(s).startswith("keep the verdict as it is")
