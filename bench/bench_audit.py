@@ -83,15 +83,17 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def audit(images: Path, masks: Path, out: Path, *args: str, ray: str | None = None) -> dict:
-    """One ``audit`` run, in this process; returns its audit.json."""
+def audit(images: Path, masks: Path | None, out: Path, *args: str, ray: str | None = None) -> dict:
+    """One ``audit`` run, in this process (without expected masks when ``masks`` is None);
+    returns its audit.json."""
     old = os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
     if ray:
         os.environ["LIMECRAFT_RAY_ADDRESS"] = ray
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             code = cli(
-                ["audit", str(images), "--model", "demo", "--expected-masks", str(masks),
+                ["audit", str(images), "--model", "demo",
+                 *(["--expected-masks", str(masks)] if masks is not None else []),
                  "--out", str(out), "--quiet", *args]
             )  # fmt: skip
     finally:
@@ -126,6 +128,35 @@ def score(doc: dict, labels: dict) -> dict:
     }
 
 
+def score_discovery(doc: dict, labels: dict) -> dict:
+    """An audit without masks against the same truth as :func:`score` (the conflict images
+    whose prediction is the tag's class): the images it lists are those of its findings
+    confirmed against the null (their regions' images). An aligned image listed is counted
+    apart: the model reads its tag too, but the truth counts only conflict images."""
+    truth = {
+        r["file"]
+        for r in doc["rows"]
+        if labels[r["file"]]["mode"] == "conflict"
+        and r["predicted"] == labels[r["file"]]["tag_class"]
+    }
+    found = doc["findings"].get("discovered") or []
+    confirmed = [f for f in found if (f.get("intervention") or {}).get("confirmed")]
+    listed = {x["key"] for f in confirmed for x in f["regions"]}
+    tp = len(truth & listed)
+    return {
+        "findings": len(found),
+        "confirmed": len(confirmed),
+        "listed": len(listed),
+        "precision": tp / len(listed) if listed else float("nan"),
+        "recall": tp / len(truth) if truth else float("nan"),
+        "missed": sorted(truth - listed),
+        "aligned_listed": sorted(x for x in listed if labels[x]["mode"] == "aligned"),
+        "other_listed": sorted(x for x in listed - truth if labels[x]["mode"] != "aligned"),
+        "headline": doc["findings"]["sentences"][0],
+        "seconds": doc["run"]["seconds"],
+    }
+
+
 def weights(out: Path, doc: dict) -> dict[str, np.ndarray]:
     return {
         r["file"]: Explanation.from_json(
@@ -145,6 +176,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--samples", type=int, default=500, help="N of the throughput runs")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray Serve variant")
+    ap.add_argument(
+        "--only-acceptance",
+        action="store_true",
+        help="the shortcut's acceptance runs only (with masks, without, other fills); no "
+        "throughput",
+    )
     ap.add_argument(
         "--compare-fills",
         default="mean,blur",
@@ -188,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     doc = audit(data / "images", data / "masks", work / "acc-audit", *dev)
     result["acceptance"] = {"seed": ACCEPTANCE_SEED, "settings": "defaults", **score(doc, labels)}
     print(json.dumps(result["acceptance"], indent=1), flush=True)
+    # the same images without masks: the findings discovered and proved (issue 51)
+    doc = audit(data / "images", None, work / "acc-no-masks", *dev)
+    result["acceptance_no_masks"] = score_discovery(doc, labels)
+    print(json.dumps(result["acceptance_no_masks"], indent=1), flush=True)
+    if args.only_acceptance:
+        return _write(args, result)
     result["acceptance_by_fill"] = {}
     for fill in filter(None, args.compare_fills.split(",")):
         d = audit(data / "images", data / "masks", work / f"acc-{fill}", "--fill", fill, *dev)
@@ -250,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
             for name, rs in runs.items()
         },
     }  # fmt: skip
+    return _write(args, result)
+
+
+def _write(args: argparse.Namespace, result: dict) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "audit.json").write_text(json.dumps(result, indent=1))
@@ -598,7 +645,7 @@ def markdown_real(r: dict) -> str:
 
 
 def markdown(r: dict) -> str:
-    a, t = r["acceptance"], r["throughput"]
+    a, t = r["acceptance"], r.get("throughput")
     lines = [
         f"Machine: {r['machine']}; torch {r['torch']} ({r['torch_threads']} threads); fp32.",
         "",
@@ -610,6 +657,19 @@ def markdown(r: dict) -> str:
         f'Its headline: "{a["headline"]}"',
         "",
     ]
+    n = r.get("acceptance_no_masks")
+    if n:
+        lines += [
+            f"**Without masks** (the same images, no `--expected-masks`: the findings discovered "
+            f"and proved against the null): {n['findings']} findings, {n['confirmed']} "
+            f"confirmed, listing {n['listed']} images: precision **{n['precision']:.2f}**, "
+            f"recall **{n['recall']:.2f}** against the same truth (missed: "
+            f"{', '.join(n['missed']) or 'none'}; aligned images listed, where the model reads "
+            f"the tag too: {len(n['aligned_listed'])}; others: "
+            f"{', '.join(n['other_listed']) or 'none'}); {n['seconds']} s.",
+            f'Its headline: "{n["headline"]}"',
+            "",
+        ]
     if r.get("acceptance_by_fill"):
         lines += [
             "The same images under other fills (how a hidden region is filled):",
@@ -625,6 +685,8 @@ def markdown(r: dict) -> str:
                 f"{len(f['missed'])} | {f['seconds']} |"
             )
         lines.append("")
+    if t is None:
+        return "\n".join(lines) + "\n"
     lines += [
         f"**Throughput**: {t['images']} images, N={t['samples']} (early stop off), "
         f"{t['rounds']} rounds, variants alternating"

@@ -182,12 +182,17 @@ def test_audit_bench_scores_the_flags_and_times_the_variants(tmp_path):
     assert acc["images"] == 2 and acc["conflict"] == 1
     assert 0 <= acc["precision"] <= 1 and 0 <= acc["recall"] <= 1
     assert set(res["acceptance_by_fill"]) == {"mean"}
+    # the same images without masks: what it discovered and proved, against the same truth
+    nm = res["acceptance_no_masks"]
+    assert nm["confirmed"] <= nm["findings"] and nm["listed"] <= acc["images"]
+    assert nm["headline"] and nm["seconds"] > 0
     variants = res["throughput"]["variants"]
     assert set(variants) == {"local, 1 image at a time", "local, 4 in flight (shared batches)"}
     assert all(v["median_images_per_minute"] > 0 for v in variants.values())
     assert all(v["max_weight_diff"] < 1e-6 for v in variants.values())  # the same explanations
     md = (tmp_path / "audit.md").read_text()
     assert "**The shortcut**" in md and "| inpaint (the audit's default) |" in md
+    assert "**Without masks**" in md
 
 
 def test_watermark_bench_reads_imagenet_names_and_counts_the_flips(tmp_path, capsys):
