@@ -152,7 +152,7 @@ def score_discovery(doc: dict, labels: dict) -> dict:
         "missed": sorted(truth - listed),
         "aligned_listed": sorted(x for x in listed if labels[x]["mode"] == "aligned"),
         "other_listed": sorted(x for x in listed - truth if labels[x]["mode"] != "aligned"),
-        "headline": doc["findings"]["sentences"][0],
+        "headline": doc["findings"].get("headline") or doc["findings"]["sentences"][0],
         "seconds": doc["run"]["seconds"],
     }
 
