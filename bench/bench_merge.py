@@ -42,32 +42,15 @@ import time
 
 import numpy as np
 from bench_proposers import ON_WATERMARK
-from bench_watermark import CARTON, SUFFIXES, eval_crop
+from bench_watermark import CARTON, carton_flips
 
 import limecraft_core as lc
 from limecraft_core._validate import as_float_image
-from limecraft_core.edits.watermark import add_watermark, watermark_mask
+from limecraft_core.edits.watermark import watermark_mask
 
 METHODS = ("lime", "kernelshap", "occlusion", "rise")
 #: A region is "a piece of the watermark" when this share of its pixels lies in the box.
 PIECE = 0.25
-
-
-def carton_photos(folder: str, model, limit: int, batch: int = 50) -> list[tuple[str, np.ndarray]]:
-    """The first ``limit`` photos of ``folder`` that the watermark turns into carton, marked."""
-    files = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in SUFFIXES)
-    flips: list[tuple[str, np.ndarray]] = []
-    for k in range(0, len(files), batch):
-        views = [eval_crop(p) for p in files[k : k + batch]]
-        marked = [add_watermark(v).image for v in views]
-        pc = np.asarray(model.predict(np.stack(views))).argmax(1)
-        pm = np.asarray(model.predict(np.stack(marked))).argmax(1)
-        flips += [
-            (files[k + i].name, marked[i]) for i in np.flatnonzero((pm == CARTON) & (pc != CARTON))
-        ]
-        if len(flips) >= limit:
-            break
-    return flips[:limit]
 
 
 def _inside(labels: np.ndarray, region: int, box: np.ndarray) -> float:
@@ -172,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     methods = tuple(m.strip() for m in a.methods.split(",") if m.strip())
     box = watermark_mask(224, 224, box=True)
     t0 = time.perf_counter()
-    photos = carton_photos(a.carton, model, a.limit)
+    photos = carton_flips(a.carton, model, a.limit)
     if not photos:
         raise SystemExit(f"no photo in {a.carton} turns into carton with the watermark")
     per_photo = []

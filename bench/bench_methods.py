@@ -46,12 +46,12 @@ import statistics
 import time
 
 import numpy as np
-from bench_watermark import CARTON, SUFFIXES, eval_crop, eval_view
+from bench_watermark import CARTON, SUFFIXES, carton_flips, eval_crop, eval_view
 from PIL import Image
 
 import limecraft_core as lc
 from limecraft_core._validate import as_float_image
-from limecraft_core.edits.watermark import add_watermark, watermark_mask
+from limecraft_core.edits.watermark import watermark_mask
 
 PHOTOS = ("chelsea", "coffee", "astronaut")
 BASE = "rise"  # attributes from the shared sample alone: its run is the shared sample's cost
@@ -135,19 +135,7 @@ def summary(r: dict, n: int) -> list[dict]:
 
 def carton(folder: str, model, cfg, limit: int, methods: list[str], batch: int = 50) -> dict:
     """On the photos the watermark turns into carton: which method puts the watermark first."""
-    files = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in SUFFIXES)
-    flips = []
-    for k in range(0, len(files), batch):
-        views = [eval_crop(p) for p in files[k : k + batch]]
-        marked = [add_watermark(v).image for v in views]
-        pc = np.asarray(model.predict(np.stack(views))).argmax(1)
-        pm = np.asarray(model.predict(np.stack(marked))).argmax(1)
-        flips += [
-            (files[k + i].name, marked[i]) for i in np.flatnonzero((pm == CARTON) & (pc != CARTON))
-        ]
-        if len(flips) >= limit:
-            break
-    flips = flips[:limit]
+    flips = carton_flips(folder, model, limit, batch)
     box = watermark_mask(224, 224, box=True)
     first = dict.fromkeys(methods, 0)
     ranks: dict[str, list[int]] = {m: [] for m in methods}
