@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["ROOT", "chelsea", "median_time", "spearman", "timed"]
+__all__ = ["ROOT", "chelsea", "median_time", "spearman", "timed", "write_results"]
 
 T = TypeVar("T")
 
@@ -71,3 +71,16 @@ def spearman(a: Any, b: Any) -> float:
     from scipy.stats import spearmanr
 
     return float(spearmanr(a, b).statistic)
+
+
+def write_results(out: str | Path | None, name: str, r: dict, text: str) -> None:
+    """Print ``text`` (a result's Markdown), then write ``name``.json (``r``) and ``name``.md
+    (``text``) to the folder ``out``, made if needed; None (``--no-write``): print only."""
+    import json
+
+    print(text)
+    if out is not None:
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps(r, indent=2) + "\n")
+        (folder / f"{name}.md").write_text(text)

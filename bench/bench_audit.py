@@ -105,13 +105,19 @@ def audit(images: Path, masks: Path | None, out: Path, *args: str, ray: str | No
     return json.loads((out / "audit.json").read_text())
 
 
-def score(doc: dict, labels: dict) -> dict:
-    truth = {
+def follows_tag(doc: dict, labels: dict) -> set[str]:
+    """The truth: the conflict images whose prediction is the tag's class (the model follows
+    the tag)."""
+    return {
         r["file"]
         for r in doc["rows"]
         if labels[r["file"]]["mode"] == "conflict"
         and r["predicted"] == labels[r["file"]]["tag_class"]
     }
+
+
+def score(doc: dict, labels: dict) -> dict:
+    truth = follows_tag(doc, labels)
     flagged = {r["file"] for r in doc["rows"] if r["flags"]}
     tp = len(truth & flagged)
     return {
@@ -129,16 +135,11 @@ def score(doc: dict, labels: dict) -> dict:
 
 
 def score_discovery(doc: dict, labels: dict) -> dict:
-    """An audit without masks against the same truth as :func:`score` (the conflict images
-    whose prediction is the tag's class): the images it lists are those of its findings
+    """An audit without masks against the same truth as :func:`score` (:func:`follows_tag`):
+    the images it lists are those of its findings
     confirmed against the null (their regions' images). An aligned image listed is counted
     apart: the model reads its tag too, but the truth counts only conflict images."""
-    truth = {
-        r["file"]
-        for r in doc["rows"]
-        if labels[r["file"]]["mode"] == "conflict"
-        and r["predicted"] == labels[r["file"]]["tag_class"]
-    }
+    truth = follows_tag(doc, labels)
     found = doc["findings"].get("discovered") or []
     confirmed = [f for f in found if (f.get("intervention") or {}).get("confirmed")]
     listed = {x["key"] for f in confirmed for x in f["regions"]}

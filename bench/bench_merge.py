@@ -26,23 +26,21 @@ Writes merge.json and merge.md to ``--out`` (default bench/results) unless ``--n
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from _common import ROOT  # first: it puts the repository on sys.path
+from _common import ROOT, write_results  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
 set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
-import json
 import os
 import platform
 import time
 
 import numpy as np
 from bench_proposers import ON_WATERMARK
-from bench_watermark import CARTON, carton_flips
+from bench_watermark import CARTON, carton_flips, image_files
 
 import limecraft_core as lc
 from limecraft_core._validate import as_float_image
@@ -155,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     methods = tuple(m.strip() for m in a.methods.split(",") if m.strip())
     box = watermark_mask(224, 224, box=True)
     t0 = time.perf_counter()
-    photos = carton_flips(a.carton, model, a.limit)
+    photos = [(p.name, im) for p, im in carton_flips(image_files(a.carton), model, a.limit)]
     if not photos:
         raise SystemExit(f"no photo in {a.carton} turns into carton with the watermark")
     per_photo = []
@@ -175,13 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "tally": tally(per_photo, a.rounds),
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    text = markdown(r)
-    print(text)
-    if not a.no_write:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "merge.json").write_text(json.dumps(r, indent=2) + "\n")
-        (out / "merge.md").write_text(text)
+    write_results(None if a.no_write else a.out, "merge", r, markdown(r))
     return 0
 
 

@@ -30,23 +30,21 @@ Writes methods.json and methods.md (and methods_carton.json and .md for ``--cart
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from _common import ROOT  # first: it puts the repository on sys.path
+from _common import ROOT, write_results  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
 set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import time
 
 import numpy as np
-from bench_watermark import CARTON, SUFFIXES, carton_flips, eval_crop, eval_view
+from bench_watermark import CARTON, carton_flips, eval_crop, eval_view, image_files
 from PIL import Image
 
 import limecraft_core as lc
@@ -60,8 +58,8 @@ BASE = "rise"  # attributes from the shared sample alone: its run is the shared 
 def photos(images: str | None, size: int, limit: int) -> list[tuple[str, np.ndarray]]:
     """(name, (size, size, 3) uint8) photos: skimage.data's, or a folder's first files."""
     if images:
-        files = sorted(p for p in Path(images).iterdir() if p.suffix.lower() in SUFFIXES)
-        return [(p.name, eval_crop(p, size, round(size * 8 / 7))) for p in files[:limit]]
+        files = image_files(images)[:limit]
+        return [(p.name, eval_crop(p, size, round(size * 8 / 7))) for p in files]
     from skimage import data
 
     out = []
@@ -135,7 +133,7 @@ def summary(r: dict, n: int) -> list[dict]:
 
 def carton(folder: str, model, cfg, limit: int, methods: list[str], batch: int = 50) -> dict:
     """On the photos the watermark turns into carton: which method puts the watermark first."""
-    flips = carton_flips(folder, model, limit, batch)
+    flips = [(p.name, im) for p, im in carton_flips(image_files(folder), model, limit, batch)]
     box = watermark_mask(224, 224, box=True)
     first = dict.fromkeys(methods, 0)
     ranks: dict[str, list[int]] = {m: [] for m in methods}
@@ -222,15 +220,6 @@ def carton_markdown(c: dict) -> str:
     )
 
 
-def _write(a: argparse.Namespace, name: str, r: dict, text: str) -> None:
-    print(text)
-    if not a.no_write:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{name}.json").write_text(json.dumps(r, indent=2) + "\n")
-        (out / f"{name}.md").write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", help="a folder of photos (default: skimage.data's three)")
@@ -269,13 +258,13 @@ def main(argv: list[str] | None = None) -> int:
             k_default=statistics.median(x["k"] for x in r["rows"]["lime"]),
             seconds=round(time.perf_counter() - t0, 1),
         )
-        _write(a, "methods", r, markdown(r))
+        write_results(None if a.no_write else a.out, "methods", r, markdown(r))
     if a.carton:
         t0 = time.perf_counter()
         methods = [m.strip() for m in a.carton_methods.split(",") if m.strip()]
         c = carton(a.carton, model, cfg, a.carton_limit, methods)
         c.update(common, seconds=round(time.perf_counter() - t0, 1))
-        _write(a, "methods_carton", c, carton_markdown(c))
+        write_results(None if a.no_write else a.out, "methods_carton", c, carton_markdown(c))
     return 0
 
 

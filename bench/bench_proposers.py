@@ -31,21 +31,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from _common import ROOT  # first: it puts the repository on sys.path
+from _common import ROOT, write_results  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
 set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import time
 
 import numpy as np
-from bench_watermark import CARTON, SUFFIXES, eval_crop, eval_view
+from bench_watermark import CARTON, SUFFIXES, carton_flips, eval_crop, eval_view
 from PIL import Image
 
 import limecraft_core as lc
@@ -117,16 +116,7 @@ def end_to_end(files: list[Path], model_name: str, batch: int, samples: int | No
     model = registry.load_classifier(model_name, precision="fp32")
     box = watermark_mask(224, 224, box=True)
     settings = {} if samples is None else {"samples": samples}  # else the engine's default
-    flips = []
-    for k in range(0, len(files), batch):
-        views = [eval_crop(p) for p in files[k : k + batch]]
-        marked = [add_watermark(v).image for v in views]
-        pc = np.asarray(model.predict(np.stack(views))).argmax(1)
-        pm = np.asarray(model.predict(np.stack(marked))).argmax(1)
-        flips += [
-            (files[k + i], marked[i]) for i in np.flatnonzero((pm == CARTON) & (pc != CARTON))
-        ]
-        print(f"flips {k + len(views)}/{len(files)}: {len(flips)}", file=sys.stderr, flush=True)
+    flips = carton_flips(files, model, batch=batch, progress=True)
     rows = []
     for p, image in flips:
         t = time.perf_counter()
@@ -229,13 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_explain:
         r["end_to_end"] = end_to_end(files, a.model, a.batch, a.samples)
     r["seconds"] = round(time.perf_counter() - t0, 1)
-    text = markdown(r)
-    print(text)
-    if not a.no_write:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "proposers.json").write_text(json.dumps(r, indent=2) + "\n")
-        (out / "proposers.md").write_text(text)
+    write_results(None if a.no_write else a.out, "proposers", r, markdown(r))
     return 0
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from _common import ROOT  # first: it puts the repository on sys.path
+from _common import ROOT, write_results  # first: it puts the repository on sys.path
 
 from limecraft_core.threads import set_thread_policy
 
@@ -233,13 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "cases": rows,
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    text = markdown(r)
-    print(text)
-    if not a.no_write:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "trust_agreement.json").write_text(json.dumps(r, indent=2) + "\n")
-        (out / "trust_agreement.md").write_text(text)
+    write_results(None if a.no_write else a.out, "trust_agreement", r, markdown(r))
     return 0
 
 

@@ -67,22 +67,29 @@ def eval_view(img: Image.Image, size: int = 224, resize: int = 256) -> np.ndarra
     return np.asarray(img.crop((left, top, left + size, top + size)))
 
 
+def image_files(folder: str | Path) -> list[Path]:
+    """The image files directly in ``folder`` (by suffix), sorted by name."""
+    return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in SUFFIXES)
+
+
 def carton_flips(
-    folder: str | Path, model, limit: int, batch: int = 50
-) -> list[tuple[str, np.ndarray]]:
-    """The first ``limit`` photos of ``folder`` (ImageNet's evaluation view) whose top-1 the
-    watermark turns into carton, each as (file name, the watermarked (224, 224, 3) uint8)."""
-    files = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in SUFFIXES)
-    flips: list[tuple[str, np.ndarray]] = []
+    files: list[Path], model, limit: int | None = None, batch: int = 50, progress: bool = False
+) -> list[tuple[Path, np.ndarray]]:
+    """The photos of ``files`` (ImageNet's evaluation view) whose top-1 the watermark turns
+    into carton, in order, the first ``limit`` of them (None: all), each as (its path, the
+    watermarked (224, 224, 3) uint8); ``progress`` prints the count to stderr batch by batch."""
+    flips: list[tuple[Path, np.ndarray]] = []
     for k in range(0, len(files), batch):
         views = [eval_crop(p) for p in files[k : k + batch]]
         marked = [add_watermark(v).image for v in views]
         pc = np.asarray(model.predict(np.stack(views))).argmax(1)
         pm = np.asarray(model.predict(np.stack(marked))).argmax(1)
         flips += [
-            (files[k + i].name, marked[i]) for i in np.flatnonzero((pm == CARTON) & (pc != CARTON))
+            (files[k + i], marked[i]) for i in np.flatnonzero((pm == CARTON) & (pc != CARTON))
         ]
-        if len(flips) >= limit:
+        if progress:
+            print(f"flips {k + len(views)}/{len(files)}: {len(flips)}", file=sys.stderr, flush=True)
+        if limit is not None and len(flips) >= limit:
             break
     return flips[:limit]
 
