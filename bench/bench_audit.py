@@ -134,22 +134,48 @@ def score(doc: dict, labels: dict) -> dict:
     }
 
 
-def score_discovery(doc: dict, labels: dict) -> dict:
+def on_tag(doc: dict, data: Path, labels: dict) -> dict[str, bool]:
+    """For each image a confirmed finding lists: does the finding's region there lie on the
+    image's tag (at least half of the tag's cells, at the rows' grid)? The demo twin of the
+    real case's "carries the watermark": the finding names the artifact in that image."""
+    from limecraft_core.audit.regions import grid_mask, unpack_mask
+    from limecraft_core.io import read_image
+
+    rows = {r["key"]: r for r in doc["rows"]}
+    out: dict[str, bool] = {}
+    for f in doc["findings"].get("discovered") or []:
+        if not (f.get("intervention") or {}).get("confirmed"):
+            continue
+        for x in f["regions"]:
+            desc = next(d for d in rows[x["key"]]["regions"] if d["region"] == x["region"])
+            tag = grid_mask(read_image(data / labels[x["key"]]["tag_mask"])[..., 0] > 127)
+            hit = (unpack_mask(desc["mask"]) & tag).sum() >= 0.5 * tag.sum() > 0
+            out[x["key"]] = out.get(x["key"], False) or bool(hit)
+    return out
+
+
+def score_discovery(doc: dict, labels: dict, data: Path | None = None) -> dict:
     """An audit without masks against the same truth as :func:`score` (:func:`follows_tag`):
-    the images it lists are those of its findings
-    confirmed against the null (their regions' images). An aligned image listed is counted
-    apart: the model reads its tag too, but the truth counts only conflict images."""
+    the images it lists are those of its findings confirmed against the null (their regions'
+    images). Precision is counted two ways: against that truth (an aligned image listed is a
+    miss there, though the model reads its tag too), and as the real case counts it, the share
+    of listed images whose listed region lies on the tag (:func:`on_tag`, with ``data``)."""
     truth = follows_tag(doc, labels)
     found = doc["findings"].get("discovered") or []
     confirmed = [f for f in found if (f.get("intervention") or {}).get("confirmed")]
     listed = {x["key"] for f in confirmed for x in f["regions"]}
     tp = len(truth & listed)
+    tags = on_tag(doc, data, labels) if data is not None else {}
     return {
         "findings": len(found),
         "confirmed": len(confirmed),
         "listed": len(listed),
         "precision": tp / len(listed) if listed else float("nan"),
         "recall": tp / len(truth) if truth else float("nan"),
+        "precision_on_tag": sum(tags.values()) / len(listed) if listed and tags else None,
+        "recall_on_tag": len({k for k, v in tags.items() if v} & truth) / len(truth)
+        if tags and truth
+        else None,
         "missed": sorted(truth - listed),
         "aligned_listed": sorted(x for x in listed if labels[x]["mode"] == "aligned"),
         "other_listed": sorted(x for x in listed - truth if labels[x]["mode"] != "aligned"),
@@ -228,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result["acceptance"], indent=1), flush=True)
     # the same images without masks: the findings discovered and proved (issue 51)
     doc = audit(data / "images", None, work / "acc-no-masks", *dev)
-    result["acceptance_no_masks"] = score_discovery(doc, labels)
+    result["acceptance_no_masks"] = score_discovery(doc, labels, data)
     print(json.dumps(result["acceptance_no_masks"], indent=1), flush=True)
     if args.only_acceptance:
         return _write(args, result)
@@ -667,7 +693,15 @@ def markdown(r: dict) -> str:
             f"recall **{n['recall']:.2f}** against the same truth (missed: "
             f"{', '.join(n['missed']) or 'none'}; aligned images listed, where the model reads "
             f"the tag too: {len(n['aligned_listed'])}; others: "
-            f"{', '.join(n['other_listed']) or 'none'}); {n['seconds']} s.",
+            f"{', '.join(n['other_listed']) or 'none'}); {n['seconds']} s."
+            + (
+                f" Counted as the real case counts (a listed image is right when the finding's "
+                f"region there lies on its tag): precision **{n['precision_on_tag']:.2f}**, "
+                f"recall **{n['recall_on_tag']:.2f}** (conflict images the model follows, "
+                f"listed with the region on the tag)."
+                if n.get("precision_on_tag") is not None
+                else ""
+            ),
             f'Its headline: "{n["headline"]}"',
             "",
         ]

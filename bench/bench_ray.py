@@ -35,7 +35,6 @@ import os
 import platform
 import secrets
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -51,12 +50,7 @@ from models import demo
 from models.registry import load_classifier
 from serving.client import RemoteScorer
 from serving.config import RemoteConfig
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from serving.ports import free_port as _free_port
 
 
 class LocalCluster:

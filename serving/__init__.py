@@ -13,6 +13,8 @@ one plug point, :class:`limecraft_core.Scorer`, by composition (it holds what it
   ``LIMECRAFT_RAY_ADDRESS`` is set and else loads the local classifier from
   :mod:`models.registry`; :func:`queued` puts a local one behind the work queue and leaves a
   remote one as it is.
+- ``ports``: :func:`~.ports.free_port`, a loopback port for a server started later (the local
+  cluster's proxy, a test's app), clear of the ports Ray and the kernel hand out meanwhile.
 - ``serve_app``: the deployments themselves (``python -m serving.serve_app``); it imports Ray,
   so it is not imported here.
 """

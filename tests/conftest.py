@@ -206,12 +206,13 @@ def photo() -> np.ndarray:
 
 # ----------------------------------------------------------------------------- browser tests
 
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from serving.ports import free_port as _free_port  # clear of Ray's and the kernel's picks
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -225,12 +226,6 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
 ]
 ARTIFACTS = ROOT / "test-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_app(

@@ -39,6 +39,7 @@ from models.registry import load_classifier
 from serving import load_scorer
 from serving.client import RemoteScorer
 from serving.config import RemoteConfig, remote_config
+from serving.ports import free_port as _free_port
 from serving.wire import (
     decode_arrays,
     encode_arrays,
@@ -65,12 +66,6 @@ def _serve_app():
 
         return serving.serve_app
     return pytest.importorskip("serving.serve_app", reason="ray[serve] is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
