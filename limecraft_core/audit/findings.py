@@ -11,7 +11,8 @@ typed :class:`Finding` values discovered across images (:mod:`.grouping`), the h
 - *strong*: its regions hold a median share of at least ``STRONG`` (25%) of their image's |weight|.
 
 Two or more give ``HIGH``, one ``MODERATE``, none ``LOW``. The findings are ranked by risk,
-then by **score**: their share of the explained images times the median share of |weight| their
+then (with expected masks) the ``outside`` finding first, the analyst's own question, then by
+**score**: their share of the explained images times the median share of |weight| their
 regions hold. **The headline**: once the audit has proved its top findings
 (:func:`~.proving.prove_findings`), the first *confirmed* finding (removal and insertion both
 beat the null), else :data:`NO_FINDING`; before that (or for an audit read from an older file)
@@ -385,7 +386,7 @@ def _outside(ok: Sequence[AuditRow]) -> Finding | None:
 
 def discover(rows: Sequence[AuditRow]) -> tuple[Finding, ...]:
     """The findings across images (:func:`~.grouping.group_regions`, and with expected masks the
-    ``outside`` flag), the headline first: highest risk, then highest score.
+    ``outside`` flag), the headline first: highest risk, then ``outside``, then highest score.
 
     Parameters
     ----------
@@ -407,7 +408,7 @@ def discover(rows: Sequence[AuditRow]) -> tuple[Finding, ...]:
     ]
     extra = _outside(ok)
     out += [extra] if extra is not None else []
-    return tuple(sorted(out, key=lambda f: (-RISKS.index(f.risk), -f.score)))
+    return tuple(sorted(out, key=lambda f: (-RISKS.index(f.risk), f.kind != "outside", -f.score)))
 
 
 def headline(found: Sequence[Finding], *, proved: bool) -> str:

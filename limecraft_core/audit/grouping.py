@@ -6,7 +6,7 @@ average-linkage :class:`~sklearn.cluster.AgglomerativeClustering` on precomputed
 - **by place**: the Jaccard distance (1 - IoU) of the regions' masks in normalised coordinates,
   divided by ``PLACE_DISTANCE`` (0.5: regions that overlap by half are one place);
 - **by look**: the Euclidean distance of their key colours (the Lab mean and spread of each
-  region's most chromatic pixels, :data:`~.regions.KEY_SHARE`) in units of ``LAB_UNIT`` (a CIE
+  region's most chromatic pixels of their dominant hue, :func:`~.regions.key_pixels`) in units of ``LAB_UNIT`` (a CIE
   Lab difference of 10, a clearly visible one), divided by ``LOOK_DISTANCE``;
 
 each plus ``CLASS_GAP`` when the two regions push different classes, so that regions of two
@@ -49,6 +49,11 @@ MIN_PREVALENCE = 0.2
 #: Two text proposals of which the shorter shares only this much less than all of its
 #: characters with the other are at threshold.
 TEXT_DISTANCE = 0.5
+#: A group's medoid: of the members whose mean distance to the others is within this much of
+#: the least (a tenth of the threshold), the one whose region holds the largest share of its
+#: image's |weight|. Alike regions tie (a synthetic tag's colour is exact), and the first of them
+#: may be a sliver of the artifact that, pasted alone, proves nothing.
+MEDOID_TIE = 0.1
 #: The kind of a cross-class group (alike in place and in look, whatever class it pushes).
 CROSS = "place and look, any class"
 
@@ -65,7 +70,8 @@ class Group:
     kind : str, ``"place"``, ``"look"`` or ``"place and look"``
     members : tuple of (row, region) int pairs, indices into the rows given and into that row's
         ``regions``; one per image, in the rows' order
-    medoid : (row, region), the member with the least total distance to the others
+    medoid : (row, region), the member with the least total distance to the others (of those
+        within ``MEDOID_TIE`` of it, the strongest region)
     """
 
     kind: str
@@ -84,7 +90,7 @@ def region_table(rows: Sequence[AuditRow]) -> list[tuple[int, int]]:
 
 def look_vector(d: RegionDescriptor) -> np.ndarray:
     """(6,) float ndarray: the region's key colour (Lab mean and spread of its most chromatic
-    pixels) in ``LAB_UNIT``. The whole region's spread and gradient are kept in the row but not
+    pixels of their dominant hue) in ``LAB_UNIT``. The whole region's spread and gradient are kept in the row but not
     compared: a superpixel larger than a marker mixes the marker's texture with its background's."""
     return np.asarray([*d.key_lab, *d.key_lab_std], np.float64) / LAB_UNIT
 
@@ -150,7 +156,10 @@ def _group(
         if r not in best or rows[r].regions[j].weight > rows[r].regions[table[best[r]][1]].weight:
             best[r] = int(k)
     keep = np.asarray(sorted(best.values()), int)
-    medoid = keep[int(np.argmin(dist[np.ix_(keep, keep)].sum(axis=1)))]
+    mean = dist[np.ix_(keep, keep)].sum(axis=1) / max(len(keep) - 1, 1)
+    near = np.flatnonzero(mean <= mean.min() + MEDOID_TIE)
+    share = [rows[table[keep[i]][0]].regions[table[keep[i]][1]].share for i in near]
+    medoid = keep[near[int(np.argmax(share))]]
     return Group(kind, tuple(table[k] for k in keep), table[medoid])
 
 

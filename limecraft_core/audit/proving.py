@@ -33,7 +33,7 @@ from .rows import AuditRow
 
 #: The findings proved, the strongest first (each proof costs about 2 x images + 5 x clean
 #: model passes).
-PROVE_TOP = 3
+PROVE_TOP = 5
 #: Clean images of other classes the medoid's region is pasted into.
 CLEAN_IMAGES = 8
 #: The finding's images whose region is hidden (the most alike first).

@@ -26,9 +26,19 @@ TOP_REGIONS = 3
 #: A region is described only if it holds at least this share of the total |weight|.
 MIN_SHARE = 0.05
 
-#: A region's key colour: the mean Lab of this share of its pixels, the most chromatic ones. A
-#: superpixel is often larger than a small marker, so its mean colour is mostly background.
+#: A region's key colour: the mean Lab of this share of its pixels, the most chromatic ones, of
+#: their dominant hue. A superpixel is often larger than a small marker, so its mean colour is
+#: mostly background; and a marker of two colours (a fill in a frame of the complementary one)
+#: averaged over both is a muddle that matches neither its twins nor anything else.
 KEY_SHARE = 0.2
+#: The dominant hue: the peak of the chromatic pixels' hue histogram (``HUE_BIN`` degrees a bin,
+#: each summed with its two neighbours); the key colour is the mean of the pixels within
+#: ``HUE_SPAN`` degrees of it.
+HUE_BIN = 10
+HUE_SPAN = 25
+#: Pixels under this CIE Lab chroma are gray: their hue is noise, and they take no part in the
+#: key colour of a region that has coloured pixels (a small marker in a large gray superpixel).
+GRAY_CHROMA = 10.0
 
 
 @dataclass(frozen=True)
@@ -46,8 +56,9 @@ class RegionDescriptor:
     box : (top, left, bottom, right) floats in [0, 1], normalised image coordinates
     mask : str, hex of ``np.packbits`` of its (REGION_GRID, REGION_GRID) bool mask
     lab_mean, lab_std : (L, a, b) floats, the mean and spread of its CIE Lab colour
-    key_lab, key_lab_std : (L, a, b) floats, the mean and spread of its ``KEY_SHARE`` most
-        chromatic pixels (what the grouping by look compares)
+    key_lab, key_lab_std : (L, a, b) floats, the mean and spread of its key pixels
+        (:func:`key_pixels`: the most chromatic, of their dominant hue; what the grouping by
+        look compares)
     grad_mean, grad_std : float, mean and spread of the lightness gradient (L/100 per pixel)
     """
 
@@ -121,6 +132,24 @@ def _r(x: float) -> float:
     return round(float(x), 5) if math.isfinite(x) else 0.0
 
 
+def key_pixels(px: np.ndarray) -> np.ndarray:
+    """(m, 3) float ndarray: of a region's (n, 3) CIE Lab pixels, the ``KEY_SHARE`` most
+    chromatic ones that are not gray (``GRAY_CHROMA``) and of their dominant hue (``HUE_BIN``,
+    ``HUE_SPAN``), whose mean is its key colour."""
+    chroma = np.hypot(px[:, 1], px[:, 2])
+    top = px[chroma >= np.quantile(chroma, 1 - KEY_SHARE)]
+    coloured = top[np.hypot(top[:, 1], top[:, 2]) >= GRAY_CHROMA]
+    if len(coloured) == 0:  # a gray region: its most chromatic pixels as they are
+        return top
+    top = coloured
+    hue = np.degrees(np.arctan2(top[:, 2], top[:, 1])) % 360
+    bins = 360 // HUE_BIN
+    hist = np.bincount((hue // HUE_BIN).astype(int) % bins, minlength=bins).astype(np.float64)
+    peak = (int(np.argmax(hist + np.roll(hist, 1) + np.roll(hist, -1))) + 0.5) * HUE_BIN
+    near = np.abs((hue - peak + 180) % 360 - 180) <= HUE_SPAN
+    return top[near] if near.any() else top
+
+
 def describe_regions(
     image: np.ndarray, ex: Explanation, k: int = TOP_REGIONS
 ) -> tuple[RegionDescriptor, ...]:
@@ -152,8 +181,7 @@ def describe_regions(
             break
         region = ex.segments == r
         px = lab[region]
-        chroma = np.hypot(px[:, 1], px[:, 2])
-        key = px[chroma >= np.quantile(chroma, 1 - KEY_SHARE)]
+        key = key_pixels(px)
         g = grad[region]
         out.append(
             RegionDescriptor(

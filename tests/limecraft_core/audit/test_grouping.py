@@ -226,3 +226,58 @@ def test_audit_json_lists_the_findings_and_a_version_1_file_still_loads(sets, tm
     (tmp_path / "audit.json").write_text(json.dumps(doc))
     old = load_audit(tmp_path)
     assert all(r.regions == () for r in old.rows) and old.findings.headline == NO_FINDING
+
+
+def _tag_region(fill: tuple, frame: tuple, side: int = 18, around: int = 36) -> np.ndarray:
+    """(n, 3) CIE Lab pixels of a superpixel holding a demo-style tag: a ``side`` px square of
+    ``fill`` in a 2 px frame of ``frame``, in an ``around`` px square of gray background."""
+    from skimage.color import rgb2lab
+
+    img = np.full((around, around, 3), 120, np.uint8)
+    img[:side, :side] = frame
+    img[2 : side - 2, 2 : side - 2] = fill
+    return rgb2lab(img).reshape(-1, 3)
+
+
+def test_a_two_colour_tags_key_colour_is_its_fill_not_the_muddle_of_fill_and_frame():
+    """The demo's tags are a saturated fill in a frame of the complementary colour. When the fill
+    is under a fifth of its superpixel, the most chromatic fifth mixes fill and frame, and their
+    mean matched neither another tag of the class nor anything else: three of the demo set's
+    four tag classes formed no finding. The dominant hue keeps the fill."""
+    from skimage.color import rgb2lab
+
+    from limecraft_core.audit.regions import KEY_SHARE, key_pixels
+
+    red = rgb2lab(np.uint8([[[220, 30, 30]]])).ravel()
+    for around in (30, 36, 44):  # the fill a large and a small share of the region
+        px = _tag_region((220, 30, 30), (35, 225, 225), around=around)
+        key = key_pixels(px)
+        assert np.linalg.norm(key.mean(axis=0) - red) < 3, around  # the fill's colour
+        assert key.std(axis=0).max() < 3  # one colour, not two
+    # the old rule's mean of the most chromatic fifth, on the larger region: far from both
+    px = _tag_region((220, 30, 30), (35, 225, 225), around=44)
+    chroma = np.hypot(px[:, 1], px[:, 2])
+    muddle = px[chroma >= np.quantile(chroma, 1 - KEY_SHARE)].mean(axis=0)
+    assert np.linalg.norm(muddle - red) > 20
+
+
+def test_alike_regions_tie_and_the_medoid_is_the_strongest_of_them():
+    """Regions of one exact look all tie on distance; the medoid (the region the prove phase
+    pastes) is then the one holding the largest share of its image's |weight|, not the first,
+    which may be a sliver of the artifact."""
+    from dataclasses import replace
+
+    from tests.limecraft_core.audit.test_cross_class import _region
+
+    rows = []
+    for i, share in enumerate((0.05, 0.3, 0.9, 0.4, 0.2, 0.35)):
+        d = replace(_region((i * 4, 2), (50.0, 70.0, 50.0)), share=share, weight=share)
+        rows.append(
+            AuditRow(
+                file=f"im{i}.png", key=f"im{i}", digest="d", predicted=0, label="red", score=0.9,
+                n_regions=1, top_region=0, regions=(d,),
+            )
+        )  # fmt: skip
+    looks = [g for g in group_regions(rows) if "look" in g.kind]
+    assert len(looks) == 1 and len(looks[0].members) == 6
+    assert looks[0].medoid == (2, 0)  # the 0.9 share, not im0's 0.05
