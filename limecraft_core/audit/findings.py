@@ -68,7 +68,7 @@ RISK_RULE = (
 )
 NO_FINDING = (
     f"No finding above the null: no group of alike strong regions (at least {MIN_IMAGES} images "
-    f"and {MIN_PREVALENCE:.0%} of those explained, or {MIN_IMAGES} alike in place and look "
+    f"and {MIN_PREVALENCE:.0%} of those of its class, or {MIN_IMAGES} alike in place and look "
     "whatever class they push) was confirmed by hiding it and pasting it against a same-area null."
 )
 

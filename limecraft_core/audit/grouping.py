@@ -12,7 +12,10 @@ average-linkage :class:`~sklearn.cluster.AgglomerativeClustering` on precomputed
 each plus ``CLASS_GAP`` when the two regions push different classes, so that regions of two
 classes are grouped only when they are very alike. Clusters merge while their mean distance is
 under 1. A group counts an image once (its strongest region in the group) and is kept when it
-holds at least ``MIN_IMAGES`` images and ``MIN_PREVALENCE`` of the images with regions. A place
+holds at least ``MIN_IMAGES`` images of its main class (the class most of its images are
+predicted) and ``MIN_PREVALENCE`` of the images with regions predicted that class (a floor
+over the whole folder would hide a shortcut of a class that is a small share of it: a demo set's
+10 'square' images of 60, all following the tag). A place
 group and a look group that share at least half of their images are one group of kind
 ``"place and look"``.
 
@@ -32,6 +35,7 @@ shares at least half of its images with a group of the first two views is droppe
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -189,19 +193,18 @@ def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
     tuple of Group, the largest first (then place before look); empty when none is big enough.
     """
     table = region_table(rows)
-    images = len({r for r, _ in table})
-    need = max(MIN_IMAGES, math.ceil(MIN_PREVALENCE * images))
-    if images < need:
+    if len({r for r, _ in table}) < MIN_IMAGES:
         return ()
     descs = [rows[r].regions[j] for r, j in table]
     labels = np.asarray([rows[r].label for r, _ in table])
     gap = CLASS_GAP * (labels[:, None] != labels[None, :])
+    in_class = Counter(rows[r].label for r in {r for r, _ in table})
     found: dict[str, list[Group]] = {}
     for view in VIEWS:
         dist = view_distances(descs, view) + gap
         cl = _clusters(dist)
         groups = [_group(view, np.flatnonzero(cl == c), table, rows, dist) for c in np.unique(cl)]
-        found[view] = [g for g in groups if len(g.members) >= need]
+        found[view] = [g for g in groups if _prevalent(g, rows, in_class)]
     out = []
     looks = list(found["look"])
     for p in found["place"]:
@@ -213,6 +216,12 @@ def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
     out += looks
     out += _cross(descs, table, rows, out)
     return tuple(sorted(out, key=lambda g: -len(g.members)))
+
+
+def _prevalent(g: Group, rows: Sequence[AuditRow], in_class: Counter) -> bool:
+    """At least ``MIN_IMAGES`` images of its main class, and ``MIN_PREVALENCE`` of them."""
+    main, n_main = Counter(rows[r].label for r in g.rows).most_common(1)[0]
+    return n_main >= max(MIN_IMAGES, math.ceil(MIN_PREVALENCE * in_class[main]))
 
 
 def _cross(
