@@ -281,3 +281,32 @@ def test_alike_regions_tie_and_the_medoid_is_the_strongest_of_them():
     looks = [g for g in group_regions(rows) if "look" in g.kind]
     assert len(looks) == 1 and len(looks[0].members) == 6
     assert looks[0].medoid == (2, 0)  # the 0.9 share, not im0's 0.05
+
+
+def test_a_shortcut_of_a_class_that_is_a_small_share_of_the_folder_is_found():
+    """8 'square' images of 48, each with the same green tag at its own place: under 20% of the
+    folder (a floor of 10 hid them), but all of their class; the 40 others have regions of their
+    own places and colours, and form nothing."""
+    from tests.limecraft_core.audit.test_cross_class import _region
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(48):
+        small = i < 8
+        d = _region(
+            tuple(int(v) for v in rng.integers(0, REGION_GRID - 8, 2)),
+            (66.0, -64.0, 56.0) if small else tuple(rng.uniform(-60, 90, 3)),
+            region=0,
+        )
+        rows.append(
+            AuditRow(
+                file=f"im{i:02d}.png", key=f"im{i:02d}", digest="d", predicted=int(not small),
+                label="square" if small else "other", score=0.9, n_regions=1, top_region=0,
+                regions=(d,),
+            )
+        )  # fmt: skip
+    groups = group_regions(rows)
+    assert [sorted(g.rows) for g in groups] == [list(range(8))]
+    assert groups[0].kind == "look"
+    # two images of the class are not enough (3 at least)
+    assert group_regions(rows[:2] + rows[8:]) == ()
