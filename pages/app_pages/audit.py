@@ -27,8 +27,9 @@ from limecraft_core.audit.proof import CAUSE_MARGIN
 from limecraft_core.io import audit_folder, dataset
 from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
+from limecraft_core.proposers import check_proposer_names
 from pages.lib import analysis as A
-from pages.lib import audits, config_form, display, frame, state
+from pages.lib import audits, config_form, display, frame, propose_view, state
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -66,6 +67,18 @@ def settings_controls() -> lc.ExplainConfig:
     return cfg
 
 
+def proposer_control() -> None:
+    """Detectors whose regions every image gets beside the superpixels (none by default: see
+    docs/audit.md, "Why text proposals are not on by default")."""
+    st.multiselect(
+        "Regions proposed by a detector", propose_view.offered(), default=[], key="audit_propose",
+        format_func=lambda n: f"{n}: {lc.PROPOSERS[n].help}",
+        help="Each image gets the detector's regions, named as proposed, beside the "
+        "superpixels: a thin artifact (a watermark's text) becomes one region that the audit "
+        "can group across images. For photos, add text; the demo set's tags need none.",
+    )  # fmt: skip
+
+
 def start(source: str, cfg: lc.ExplainConfig) -> None:
     """Create the audit from the chosen source and run it."""
     s = state.get()
@@ -83,7 +96,12 @@ def start(source: str, cfg: lc.ExplainConfig) -> None:
             return
         name = up.name
     kind = "demo" if demo else "upload"
-    app = audits.AppAudit(kind, name, model, cfg.to_dict(), state.owner())
+    try:
+        proposers = tuple(check_proposer_names(st.session_state.get("audit_propose") or []))
+    except lc.LimecraftError as e:
+        display.error(f"That detector cannot run here: {e}")
+        return
+    app = audits.AppAudit(kind, name, model, cfg.to_dict(), state.owner(), proposers)
     aid, folder = audits.create(app)
     try:
         app = audits.keep_model(folder, app)  # an uploaded model outlives this session
@@ -473,6 +491,8 @@ with st.container(border=True):
         st.file_uploader(
             "or the folder itself", accept_multiple_files="directory", key="audit_open_dir"
         )
+    if source != SOURCES[2]:
+        proposer_control()
     cfg = settings_controls() if source != SOURCES[2] else None
     if source == SOURCES[2]:
         if st.button("Open the audit", key="audit_open", type="primary"):

@@ -73,6 +73,8 @@ class AppAudit:
     model : dict, the :class:`~pages.lib.analysis.ModelRef` fields (name, labels, arch, normalize)
     settings : dict, the settings it runs with (``ExplainConfig.to_dict``)
     owner : str
+    proposers : tuple of str, detectors whose regions every image gets beside the superpixels
+        (names of :data:`limecraft_core.proposers.PROPOSERS`, ``text`` say)
     """
 
     source: str
@@ -80,6 +82,7 @@ class AppAudit:
     model: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     owner: str = ""
+    proposers: tuple[str, ...] = ()
 
     @property
     def model_ref(self) -> A.ModelRef:
@@ -160,7 +163,8 @@ def keep_model(folder: Path, app: AppAudit, uploads: str | Path | None = None) -
 
 
 def write_app(folder: Path, app: AppAudit) -> None:
-    doc = {"source": app.source, "name": app.name, "model": app.model, "settings": app.settings}
+    doc = {"source": app.source, "name": app.name, "model": app.model, "settings": app.settings,
+           "proposers": list(app.proposers)}  # fmt: skip
     (folder / APP_FILE).write_text(json.dumps(doc))
 
 
@@ -178,7 +182,14 @@ def read_app(folder: Path) -> AppAudit | None:
         model=d.get("model") if isinstance(d.get("model"), dict) else {},
         settings=d.get("settings") if isinstance(d.get("settings"), dict) else {},
         owner=owner,
+        proposers=_proposers(d.get("proposers")),
     )
+
+
+def _proposers(v: Any) -> tuple[str, ...]:
+    """The proposers app.json names that the engine has (none in an audit from before them)."""
+    ok = [n for n, p in lc.PROPOSERS.items() if not p.needs_given]
+    return tuple(n for n in v if n in ok) if isinstance(v, list) else ()
 
 
 def folder_of(aid: str | None, owner: str) -> Path | None:
@@ -272,8 +283,8 @@ class Plan:
 def plan(folder: Path, app: AppAudit) -> Plan:
     files, masks_dir = split_dataset(dataset(folder))
     masks = match_masks(files, masks_dir) if masks_dir is not None else {}
-    items = audit_items(files, masks)
-    key = settings_key(app.config, app.model, TOP_K)
+    items = audit_items(files, masks, proposers=app.proposers)
+    key = settings_key(app.config, app.model, TOP_K, proposers=app.proposers)
     af = AuditFolder(folder)
     done, todo = {}, []
     for it in items:

@@ -330,3 +330,36 @@ def test_an_uploaded_model_is_kept_with_its_audit_and_outlives_the_session(tmp_p
     assert audits.keep_model(folder, demo, uploads=tmp_path) is demo  # a registry name
     elsewhere = audits.AppAudit("upload", "z", {"name": str(folder / "model" / "net.onnx")}, {}, "")
     assert audits.keep_model(folder, elsewhere, uploads=tmp_path / "x") is elsewhere
+
+
+def test_a_demo_audit_with_text_proposals_keeps_them_through_a_reload_and_resume():
+    """Regions proposed by a detector on the Audit page, as --propose does on the command line:
+    every image gets the text detector's regions beside the superpixels (the demo tags read as
+    text), app.json keeps the choice, and the finished audit's plan has nothing left to do (the
+    settings key holds the proposers, as the command line's does)."""
+    at = audit_page()
+    control = at.multiselect(key="audit_propose")
+    assert control.value == [] and "text" in control.options[0]  # none by default
+    at.number_input(key="audit_demo_count").set_value(N_DEMO).run()
+    control.set_value(["text"]).run()
+    button(at, "Run the audit").click().run()
+    assert not at.exception, at.exception
+    folder = Path(at.session_state["limecraft_session"].audit_loaded[0][0])
+    audit = load_audit(folder)
+    assert audit.complete and len(audit.rows) == N_DEMO
+    names = [n for r in audit.rows for n in audit.explanation(r.key).region_names]
+    assert any(n.startswith("text") for n in names), names
+    app = audits.read_app(folder)
+    assert app is not None and app.proposers == ("text",)
+    p = audits.plan(folder, app)
+    assert p.todo == [] and len(p.done) == N_DEMO  # resumes: the same key
+    no_text = audits.plan(folder, audits.AppAudit(**{**vars(app), "proposers": ()}))
+    assert len(no_text.todo) == N_DEMO  # without the proposer the images are not the same work
+
+
+def test_app_json_from_before_proposers_reads_as_none(tmp_path):
+    (tmp_path / audits.APP_FILE).write_text(json.dumps({"source": "demo", "name": "d"}))
+    (tmp_path / audits.OWNER_FILE).write_text("me")
+    assert audits.read_app(tmp_path).proposers == ()
+    (tmp_path / audits.APP_FILE).write_text(json.dumps({"proposers": ["text", "masks", 3]}))
+    assert audits.read_app(tmp_path).proposers == ("text",)  # only what runs from the image
