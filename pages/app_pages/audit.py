@@ -73,6 +73,7 @@ def proposer_control() -> None:
     st.multiselect(
         "Regions proposed by a detector", propose_view.offered(), default=[], key="audit_propose",
         format_func=lambda n: f"{n}: {lc.PROPOSERS[n].help}",
+        placeholder="None: superpixels only",
         help="Each image gets the detector's regions, named as proposed, beside the "
         "superpixels: a thin artifact (a watermark's text) becomes one region that the audit "
         "can group across images. For photos, add text; the demo set's tags need none.",
