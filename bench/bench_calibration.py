@@ -419,14 +419,28 @@ def markdown(doc: dict[str, Any]) -> str:
             "the same references by today's rule:",
             "",
         ]
-        lines += [f"- *{b['label']}*: `{b['file']}`" for b in doc["before"]]
+        lines += [
+            f"- *{b['label']}*: `{b['file']}`"
+            + (
+                f" ({len(b['set_aside'])} cases set aside: their regions differ from today's "
+                f"references: {', '.join(b['set_aside'])})"
+                if b.get("set_aside")
+                else ""
+            )
+            for b in doc["before"]
+        ]
         lines += [
             "",
             "| | cases | conclusion agrees | verdict agrees | dangerous (looser reading) | "
             "samples (median) | time median | time p90 |",
             "|---|---|---|---|---|---|---|---|",
         ]
-        for name, st in [(b["label"], b["summary"]["all"]) for b in doc["before"]] + [("after", s)]:
+        rows = [(b["label"], b["summary"]["all"]) for b in doc["before"]] + [("after", s)]
+        aside = {c for b in doc["before"] for c in b.get("set_aside", [])}
+        if aside:  # the after row on the cases every before row was judged on, too
+            same = [c for c in doc["cases"] if c["case"] not in aside]
+            rows.append((f"after, the same {len(same)} cases", summary(same)["all"]))
+        for name, st in rows:
             lines.append(
                 f"| {name} | {st['cases']} | {st['conclusion_agrees']} | {st['verdict_agrees']} "
                 f"| {st['dangerous']} ({st['dangerous_by_first']}) | {st['samples_median']:.0f} "
@@ -468,13 +482,18 @@ def before(
     path = Path(file)
     label = label or "before"
     by_id = {c.id: c for c in todo}
-    judged = []
+    judged, aside = [], []
     for row in json.loads(path.read_text()):
         case = by_id.get(row["case"])
         if case is None:
             continue
-        judged.append(judge(row, reference(case, None, n_ref, row["target_index"], version, refs)))
-    return {"label": label, "file": str(path), "summary": summary(judged), "cases": judged}
+        ref = reference(case, None, n_ref, row["target_index"], version, refs)
+        if ref.shape[1] != row["regions"]:  # the engine's regions changed since: not comparable
+            aside.append(row["case"])
+            continue
+        judged.append(judge(row, ref))
+    return {"label": label, "file": str(path), "summary": summary(judged), "cases": judged,
+            "set_aside": aside}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
