@@ -6,8 +6,9 @@ average-linkage :class:`~sklearn.cluster.AgglomerativeClustering` on precomputed
 - **by place**: the Jaccard distance (1 - IoU) of the regions' masks in normalised coordinates,
   divided by ``PLACE_DISTANCE`` (0.5: regions that overlap by half are one place);
 - **by look**: the Euclidean distance of their key colours (the Lab mean and spread of each
-  region's most chromatic pixels of their dominant hue, :func:`~.regions.key_pixels`) in units of ``LAB_UNIT`` (a CIE
-  Lab difference of 10, a clearly visible one), divided by ``LOOK_DISTANCE``;
+  region's most chromatic pixels of their dominant hue, :func:`~.regions.key_pixels`) in units
+  of ``LAB_UNIT`` (a CIE Lab difference of 10, a clearly visible one), divided by
+  ``LOOK_DISTANCE``;
 
 each plus ``CLASS_GAP`` when the two regions push different classes, so that regions of two
 classes are grouped only when they are very alike. Clusters merge while their mean distance is
@@ -15,9 +16,8 @@ under 1. A group counts an image once (its strongest region in the group) and is
 holds at least ``MIN_IMAGES`` images of its main class (the class most of its images are
 predicted) and ``MIN_PREVALENCE`` of the images with regions predicted that class (a floor
 over the whole folder would hide a shortcut of a class that is a small share of it: a demo set's
-10 'square' images of 60, all following the tag). A place
-group and a look group that share at least half of their images are one group of kind
-``"place and look"``.
+10 'square' images of 60, all following the tag). A place group and a look group that share
+at least half of their images are one group of kind ``"place and look"``.
 
 **The cross-class path** (an artifact that sits at one place and looks the same is suspicious
 whatever class it pushes, e.g. a watermark that tips five photos into five classes): the
@@ -94,8 +94,9 @@ def region_table(rows: Sequence[AuditRow]) -> list[tuple[int, int]]:
 
 def look_vector(d: RegionDescriptor) -> np.ndarray:
     """(6,) float ndarray: the region's key colour (Lab mean and spread of its most chromatic
-    pixels of their dominant hue) in ``LAB_UNIT``. The whole region's spread and gradient are kept in the row but not
-    compared: a superpixel larger than a marker mixes the marker's texture with its background's."""
+    pixels of their dominant hue) in ``LAB_UNIT``. The whole region's spread and gradient are kept
+    in the row but not compared: a superpixel larger than a marker mixes the marker's texture with
+    its background's."""
     return np.asarray([*d.key_lab, *d.key_lab_std], np.float64) / LAB_UNIT
 
 
@@ -193,12 +194,13 @@ def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
     tuple of Group, the largest first (then place before look); empty when none is big enough.
     """
     table = region_table(rows)
-    if len({r for r, _ in table}) < MIN_IMAGES:
+    images = {r for r, _ in table}
+    if len(images) < MIN_IMAGES:
         return ()
     descs = [rows[r].regions[j] for r, j in table]
     labels = np.asarray([rows[r].label for r, _ in table])
     gap = CLASS_GAP * (labels[:, None] != labels[None, :])
-    in_class = Counter(rows[r].label for r in {r for r, _ in table})
+    in_class = Counter(rows[r].label for r in images)
     found: dict[str, list[Group]] = {}
     for view in VIEWS:
         dist = view_distances(descs, view) + gap

@@ -137,11 +137,11 @@ def key_pixels(px: np.ndarray) -> np.ndarray:
     chromatic ones that are not gray (``GRAY_CHROMA``) and of their dominant hue (``HUE_BIN``,
     ``HUE_SPAN``), whose mean is its key colour."""
     chroma = np.hypot(px[:, 1], px[:, 2])
-    top = px[chroma >= np.quantile(chroma, 1 - KEY_SHARE)]
-    coloured = top[np.hypot(top[:, 1], top[:, 2]) >= GRAY_CHROMA]
-    if len(coloured) == 0:  # a gray region: its most chromatic pixels as they are
-        return top
-    top = coloured
+    most = chroma >= np.quantile(chroma, 1 - KEY_SHARE)
+    coloured = most & (chroma >= GRAY_CHROMA)
+    if not coloured.any():  # a gray region: its most chromatic pixels as they are
+        return px[most]
+    top = px[coloured]
     hue = np.degrees(np.arctan2(top[:, 2], top[:, 1])) % 360
     bins = 360 // HUE_BIN
     hist = np.bincount((hue // HUE_BIN).astype(int) % bins, minlength=bins).astype(np.float64)

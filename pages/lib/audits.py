@@ -44,7 +44,7 @@ from limecraft_core.io.dataset import (
     unpack_zip,
 )
 from pages.lib import analysis as A
-from pages.lib import runtime, state
+from pages.lib import propose_view, runtime, state
 from pages.lib.progress import duration
 from pages.lib.session import session
 from pages.lib.session_liveness import session_alive
@@ -188,7 +188,7 @@ def read_app(folder: Path) -> AppAudit | None:
 
 def _proposers(v: Any) -> tuple[str, ...]:
     """The proposers app.json names that the engine has (none in an audit from before them)."""
-    ok = [n for n, p in lc.PROPOSERS.items() if not p.needs_given]
+    ok = propose_view.offered()
     return tuple(n for n in v if n in ok) if isinstance(v, list) else ()
 
 
