@@ -22,7 +22,9 @@ __all__ = ["read_truth", "score_truth"]
 _COLUMNS = ("file", "artifact")
 
 
-def read_truth(text: str, files: Sequence[str], *, name: str = "--truth") -> dict[str, bool]:
+def read_truth(
+    text: str, files: Sequence[str], *, name: str = "--truth", skip_unknown: bool = False
+) -> dict[str, bool]:
     """The truth CSV's rows as ``{file: carries the artifact}``, checked against the audit's files.
 
     Parameters
@@ -30,6 +32,8 @@ def read_truth(text: str, files: Sequence[str], *, name: str = "--truth") -> dic
     text : str, the CSV's text (a header row naming ``file`` and ``artifact``)
     files : the audit's image files, as its rows name them
     name : str, what the messages call the CSV
+    skip_unknown : bool, leave out the rows of files that are not in ``files`` (a truth kept
+        for a whole folder, read for the images audited so far) instead of refusing them
 
     Raises
     ------
@@ -49,6 +53,8 @@ def read_truth(text: str, files: Sequence[str], *, name: str = "--truth") -> dic
         file, value = (row["file"] or "").strip(), (row["artifact"] or "").strip()
         if value not in ("0", "1"):
             raise LimecraftError(f"{name} line {n}: artifact must be 0 or 1, not {value!r}")
+        if file not in known and skip_unknown:
+            continue
         if file not in known:
             example = next(iter(sorted(known)), "")
             raise LimecraftError(
@@ -67,9 +73,11 @@ def read_truth(text: str, files: Sequence[str], *, name: str = "--truth") -> dic
     return out
 
 
-def score_truth(found: Findings, rows: Sequence[AuditRow], truth: Mapping[str, bool]) -> Findings:
+def score_truth(
+    found: Findings, rows: Sequence[AuditRow], truth: Mapping[str, bool], *, name: str = "--truth"
+) -> Findings:
     """Each finding with its :class:`~.findings.TruthScore`: AUROC and AP of its membership scores
-    over the explained images that ``truth`` names (by file).
+    over the explained images that ``truth`` names (by file; ``name``: what messages call it).
 
     Raises
     ------
@@ -81,7 +89,7 @@ def score_truth(found: Findings, rows: Sequence[AuditRow], truth: Mapping[str, b
     keys = {r.key: truth[r.file] for r in rows if r.ok and r.file in truth}
     if len(set(keys.values())) < 2:
         raise LimecraftError(
-            "AUROC needs both: the explained images that --truth names must include images "
+            f"AUROC needs both: the explained images that {name} names must include images "
             "with the artifact (1) and without it (0)"
         )
     y = [int(v) for v in keys.values()]

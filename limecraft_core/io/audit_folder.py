@@ -56,6 +56,7 @@ from ..audit import (
     findings,
     findings_from_dict,
     prove_findings,
+    read_truth,
     score_truth,
     sort_rows,
 )
@@ -68,6 +69,7 @@ from .images import decode_image, decode_mask, encode_png
 
 __all__ = [
     "FORMAT",
+    "TRUTH_FILE",
     "AuditFolder",
     "LoadedAudit",
     "load_audit",
@@ -76,6 +78,8 @@ __all__ = [
 ]
 
 FORMAT = "limecraft-audit"
+#: The analyst's truth kept beside an audit scored on the Audit page (:meth:`AuditFolder.score_truth`)
+TRUTH_FILE = "truth.csv"
 
 
 #: 2: each row keeps its strongest regions (``regions``) and the findings list the findings
@@ -265,21 +269,25 @@ class AuditFolder:
 
         With ``predict`` (callable(image) -> class probabilities) and a complete audit, the top
         findings are proved first (:func:`~limecraft_core.audit.prove_findings`, reading each
-        image and its regions from this folder); with ``truth`` ({file: carries the artifact})
-        each finding gets its AUROC and AP.
+        image and its regions from this folder); with ``truth`` ({file: carries the artifact}),
+        or else the truth.csv that :meth:`score_truth` kept here, each finding gets its AUROC
+        and AP.
         """
-        from .audit_report import audit_csv, audit_html, exemplar_pictures
-
         rows = list(rows)
         grids = [g for r in rows if r.ok for g in [self.grid(r.key)] if g is not None]
         found = findings(rows, grids)
         if predict is not None and complete:
             found = prove_findings(found, rows, self.regions_of, predict)
-        if truth:
-            try:
-                found = score_truth(found, rows, truth)
-            except LimecraftError as e:  # e.g. the images with the artifact all failed
-                found = replace(found, sentences=(*found.sentences, f"--truth: {e}."))
+        name = "--truth"
+        try:
+            if truth is None and (self.path / TRUTH_FILE).is_file():  # kept by score_truth
+                name = TRUTH_FILE
+                text = _read(self.path / TRUTH_FILE, name).decode("utf-8", "replace")
+                truth = read_truth(text, [r.file for r in rows], name=name, skip_unknown=True)
+            if truth:
+                found = score_truth(found, rows, truth, name=name)
+        except LimecraftError as e:  # e.g. the images with the artifact all failed
+            found = replace(found, sentences=(*found.sentences, f"{name}: {e}."))
         doc = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -293,6 +301,15 @@ class AuditFolder:
             "findings": found.to_dict(),
             "rows": [r.to_dict() for r in rows],
         }
+        self._publish(doc, found, rows, config)
+        return found
+
+    def _publish(
+        self, doc: dict[str, Any], found: Findings, rows: list[AuditRow], config: ExplainConfig
+    ) -> None:
+        """audit.json (``doc``), audit.csv and audit.html."""
+        from .audit_report import audit_csv, audit_html, exemplar_pictures
+
         _atomic(self.path / "audit.json", json.dumps(doc, indent=1).encode())
         _atomic(self.path / "audit.csv", audit_csv(rows).encode())
         pictures = {
@@ -304,13 +321,35 @@ class AuditFolder:
             found,
             sort_rows(rows),
             pictures,
-            model=str(model.get("name", "")),
+            model=str(doc["model"].get("name", "")),
             config=config,
-            complete=complete,
+            complete=doc["complete"],
             created=doc["created"],
             exemplars=exemplar_pictures(found, self.regions_of),
         )
         _atomic(self.path / "audit.html", html.encode())
+
+    def score_truth(self, text: str, *, name: str = "the truth CSV") -> Findings:
+        """Score the findings of the audit in this folder against the analyst's truth, the CSV
+        ``text`` (columns ``file`` and ``artifact``, as ``--truth`` reads), and write them back
+        into audit.json and audit.html: each finding gets its AUROC and AP; what was proved
+        stays proved, nothing is explained again. The CSV is kept as truth.csv, so that the
+        findings written later (a resume, the prove phase) are scored against it too.
+
+        Raises
+        ------
+        LimecraftError
+            If the folder holds no audit, or the CSV does not fit it (the message says what to
+            change); the audit's files are then left as they were.
+        """
+        audit = load_audit(self.path)
+        rows = list(audit.rows)
+        truth = read_truth(text, [r.file for r in rows], name=name)
+        found = score_truth(audit.findings, rows, truth, name=name)
+        doc = json.loads(_read(self.path / "audit.json", "audit.json"))
+        doc["findings"] = found.to_dict()
+        _atomic(self.path / TRUTH_FILE, text.encode("utf-8"))
+        self._publish(doc, found, rows, audit.config)
         return found
 
 

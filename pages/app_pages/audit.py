@@ -255,6 +255,39 @@ def discovered_view(folder: Path, audit: LoadedAudit) -> None:
         st.switch_page("pages/app_pages/inspect.py")
 
 
+def truth_view(aid: str, folder: Path, audit: LoadedAudit) -> None:
+    """Score the findings against the analyst's truth, afterwards (as ``--truth`` does)."""
+    found = audit.findings.discovered
+    if not found:
+        return
+    scored = found[0].truth
+    title = "Score the findings against your truth"
+    with st.expander(title + (" · scored" if scored else "")):
+        st.caption(
+            "A CSV with the columns file and artifact: 1 for each image that carries the "
+            "artifact you suspect, 0 for each that does not (as --truth on the command line). "
+            "Each finding then gets its AUROC and AP: how well its membership scores rank the "
+            "images you marked, with no threshold. Nothing is explained again."
+        )
+        if scored:
+            st.markdown(
+                f"Scored against your truth: {scored.images} images, {scored.positives} with "
+                "the artifact (kept with the audit as truth.csv; upload another to replace it)."
+            )
+        st.download_button(
+            "A template: every image, artifact 0", audits.truth_template(audit),
+            file_name="truth.csv", mime="text/csv", key="audit_truth_template",
+        )  # fmt: skip
+        up = st.file_uploader("Your truth (CSV)", type=["csv"], key=f"audit_truth-{aid}")
+        if st.button("Score the findings", key="audit_truth_score", disabled=up is None):
+            try:
+                audits.score_truth(folder, up.getvalue())
+            except lc.LimecraftError as e:
+                display.error(f"That truth cannot be used: {e}. The audit is as it was.")
+            else:
+                st.rerun()
+
+
 def findings_view(audit: LoadedAudit) -> None:
     f = audit.findings
     if not f.sentences:
@@ -565,6 +598,7 @@ if resumable and not (p and p.todo) and audit.complete and not audit.findings.pr
         else:
             st.rerun()
 discovered_view(folder, audit)
+truth_view(aid, folder, audit)
 findings_view(audit)
 rows = images_view(audit)
 one_image(folder, audit, rows)

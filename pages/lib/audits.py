@@ -572,5 +572,28 @@ def paste_from(folder: Path, audit: LoadedAudit, app: AppAudit | None, finding: 
     st.session_state["edit_follow"] = target_class(audit, f)
 
 
+def truth_template(audit: LoadedAudit) -> str:
+    """A truth CSV to fill in: every audited image, ``artifact`` 0 (mark the 1s)."""
+    return "file,artifact\n" + "".join(f"{r.file},0\n" for r in audit.rows)
+
+
+def score_truth(folder: Path, data: bytes) -> None:
+    """Score the audit's findings against the analyst's truth CSV (``data``, as uploaded) and
+    keep it with the audit (:meth:`AuditFolder.score_truth`); a reload reads the scores back.
+
+    Raises
+    ------
+    LimecraftError
+        If the file is not UTF-8 text or does not fit the audit; the audit is left as it was.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise lc.LimecraftError(
+            "it is not UTF-8 text: save it as CSV (UTF-8) with the columns file,artifact"
+        ) from None
+    AuditFolder(folder, create=False).score_truth(text, name="your truth CSV")
+
+
 def share(x: float | None) -> str:
     return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.0%}"

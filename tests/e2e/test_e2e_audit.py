@@ -15,7 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from e2e_helpers import click, drive, enter, goto, open_app, poll, rerun, start, upload, uploader
+from e2e_helpers import (
+    click,
+    drive,
+    enter,
+    goto,
+    open_app,
+    open_expander,
+    poll,
+    rerun,
+    start,
+    upload,
+    uploader,
+)
 from e2e_helpers import shot as _shot
 from playwright.sync_api import expect
 
@@ -100,6 +112,24 @@ def demo_truth(count: int, tmp: Path) -> tuple[dict, set[str]]:
     return entries, follows
 
 
+def truth_scores(page, tmp_path, follows: set) -> None:
+    """The analyst's truth given after the audit (the images the model follows the tag on):
+    each finding then shows its AUROC and AP."""
+    files = [o.split(" · ")[0].removeprefix("⚑ ") for o in image_options(page)]
+    truth = tmp_path / "truth.csv"
+    truth.write_text("file,artifact\n" + "".join(f"{f},{int(f in follows)}\n" for f in files))
+    open_expander(page, "Score the findings against your truth")
+    upload(page, uploader(page, "Your truth (CSV)"), truth)
+    click(page, page.get_by_role("button", name="Score the findings"))
+    line = page.get_by_text(
+        re.compile(r"^Against your truth \(\d+ images, \d+ with the artifact\)")
+    )
+    expect(line.first).to_contain_text(f"({len(files)} images, {len(follows)} with the artifact)")
+    expect(line.first).to_contain_text(re.compile(r"AUROC [01]\.\d\d, AP [01]\.\d\d"))
+    expect(page.get_by_text("Score the findings against your truth · scored")).to_be_visible()
+    shot(page, "2b-truth")
+
+
 def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_path):
     entries, follows = demo_truth(N_DEMO, tmp_path)
     assert follows  # the set has conflict images the model follows the tag on
@@ -115,6 +145,7 @@ def test_a_demo_audit_finds_the_tag_and_inspect_removes_it(page, app_url, tmp_pa
     shot(page, "2-findings")
     assert (int(m.group(1)), int(m.group(2))) == (len(follows), N_DEMO)
     proved_finding(page)
+    truth_scores(page, tmp_path, follows)
     expect(page.locator("main")).to_contain_text("Where the model looks across the dataset")
     expect(page.locator("main")).to_contain_text("By predicted class")
     options = image_options(page)

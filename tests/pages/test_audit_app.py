@@ -72,6 +72,7 @@ def test_the_demo_audit_runs_and_an_image_opens_with_the_audits_regions():
     assert audit.complete and len(audit.rows) == N_DEMO
     labels = {e["file"]: e for e in json.loads((folder / "dataset" / "labels.json").read_text())}
     findings_first(at, audit)
+    truth_scores_the_findings(at, aid, audit, labels)
     exemplar_opens_with_the_findings_region_named(at, audit)
     paste_starts_from_the_finding(at, audit)
     reload_keeps_the_findings(aid, audit)
@@ -129,6 +130,43 @@ def findings_first(at, audit) -> None:
         assert changed.any() and not changed[segments != dict(f.regions)[key]].all()
 
 
+def truth_scores_the_findings(at, aid: str, audit, labels: dict) -> None:
+    """The analyst's truth, given after the audit: a CSV that does not fit is one message and
+    changes nothing; one that fits gives each finding its AUROC and AP, as the engine scores
+    them, and is kept with the audit (the reload below proves the findings again with it)."""
+    from limecraft_core.audit import read_truth, score_truth
+
+    folder = audit.folder.path
+    assert "file,artifact\n" in audits.truth_template(audit)
+    before = (folder / "audit.json").read_bytes()
+    up = at.file_uploader(key=f"audit_truth-{aid}")
+    up.set_value(("t.csv", b"file,artifact\nnope.png,1\n", "text/csv")).run()
+    at.button(key="audit_truth_score").click().run()
+    assert not at.exception, at.exception
+    assert any(
+        "That truth cannot be used: your truth CSV line 2: 'nope.png' is not one of the audited"
+        in e.value
+        for e in at.error
+    ), [e.value for e in at.error]
+    assert (folder / "audit.json").read_bytes() == before
+    text = "file,artifact\n" + "".join(
+        f"{r.file},{int(labels[r.file]['mode'] == 'conflict')}\n" for r in audit.rows
+    )
+    at.file_uploader(key=f"audit_truth-{aid}").set_value(("t.csv", text.encode(), "text/csv"))
+    at.run()
+    at.button(key="audit_truth_score").click().run()
+    assert not at.exception, at.exception
+    want = score_truth(audit.findings, audit.rows, read_truth(text, [r.file for r in audit.rows]))
+    t = want.discovered[0].truth
+    shown = texts(at)
+    assert (
+        f"Against your truth ({t.images} images, {t.positives} with the artifact): "
+        f"AUROC {t.auroc:.2f}, AP {t.ap:.2f}." in shown
+    )
+    assert "Score the findings against your truth · scored" in [e.label for e in at.expander]
+    assert load_audit(folder).findings.discovered[0].truth == t
+
+
 def exemplar_opens_with_the_findings_region_named(at, audit) -> None:
     f = audit.findings.discovered[0]
     key = f.exemplars[0]
@@ -184,6 +222,7 @@ def reload_keeps_the_findings(aid: str, audit) -> None:
     again = load_audit(folder).findings
     assert again.proved and again.headline == audit.findings.headline  # the same seeds
     assert again.discovered[0].intervention == audit.findings.discovered[0].intervention
+    assert again.discovered[0].truth is not None  # the truth kept with the audit
 
 
 def test_a_bad_zip_is_one_message_and_leaves_nothing_behind(tmp_path):

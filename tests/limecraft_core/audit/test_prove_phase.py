@@ -134,17 +134,24 @@ def test_a_bad_truth_csv_is_one_clear_error(text, message):
         read_truth(text, ["im00.png", "im01.png"], name="--truth t.csv")
 
 
-def test_findings_with_interventions_are_stored_and_read_back_through_the_schema(audited, tmp_path):
-    from limecraft_core.io.audit_folder import AuditFolder, load_audit
+def _folder(path, keep):
+    """An audit folder holding what the audit keeps of each image (its picture and regions)."""
+    from limecraft_core.io.audit_folder import AuditFolder
+    from limecraft_core.io.images import encode_png
 
-    rows, patched, keep = audited["place"]
-    folder = AuditFolder(tmp_path)
-    for key, (image, segments) in keep.items():  # what the audit's folder keeps per image
-        from limecraft_core.io.images import encode_png
-
+    folder = AuditFolder(path)
+    for key, (image, segments) in keep.items():
         (folder.image_dir(key)).mkdir(parents=True)
         (folder.image_dir(key) / "image.png").write_bytes(encode_png(image))
         np.save(folder.image_dir(key) / "segments.npy", segments)
+    return folder
+
+
+def test_findings_with_interventions_are_stored_and_read_back_through_the_schema(audited, tmp_path):
+    from limecraft_core.io.audit_folder import load_audit
+
+    rows, patched, keep = audited["place"]
+    folder = _folder(tmp_path, keep)
     cfg = audit_config({"segmentation": "grid", "n_segments": CELLS, "fill": "black"})
     truth = {r.file: r.key in patched for r in rows}
     found = folder.finish(
@@ -169,3 +176,46 @@ def test_findings_with_interventions_are_stored_and_read_back_through_the_schema
     bad = {**doc["findings"], "discovered": [{**first, "risk": "HUGE"}]}
     with pytest.raises(LimecraftError, match=r"findings: discovered\[0\]\.risk must be one of"):
         findings_from_dict(bad)
+
+
+def test_a_finished_audit_is_scored_against_a_truth_given_afterwards(audited, tmp_path):
+    """The Audit page's truth: an audit written without one is scored afterwards; the proof is
+    kept, audit.json and audit.html show the scores, and the findings written again later (the
+    prove phase, a resume) are scored against the kept truth.csv. A CSV that does not fit
+    changes nothing."""
+    from limecraft_core.io.audit_folder import TRUTH_FILE, load_audit
+
+    rows, patched, keep = audited["place"]
+    folder = _folder(tmp_path, keep)
+    cfg = audit_config({"segmentation": "grid", "n_segments": CELLS, "fill": "black"})
+    kw = {"config": cfg, "key": "k", "model": {"name": "toy"}, "source": {}, "complete": True}
+    proved = folder.finish(rows, predict=_predict(), **kw)
+    assert proved.discovered[0].truth is None
+    before = {n: (tmp_path / n).read_bytes() for n in ("audit.json", "audit.html")}
+    # a CSV that does not fit: one clear error, the audit as it was, no truth kept
+    with pytest.raises(LimecraftError, match=r"the truth CSV line 2: 'else\.png' is not one of"):
+        folder.score_truth("file,artifact\nelse.png,1\n")
+    assert {n: (tmp_path / n).read_bytes() for n in before} == before
+    assert not (tmp_path / TRUTH_FILE).exists()
+
+    text = "file,artifact\n" + "".join(f"{r.file},{int(r.key in patched)}\n" for r in rows)
+    scored = folder.score_truth(text)
+    want = score_truth(proved, rows, read_truth(text, [r.file for r in rows]))
+    assert scored.to_dict() == want.to_dict()
+    t = scored.discovered[0].truth
+    assert (t.auroc, t.images, t.positives) == (1.0, len(rows), len(patched))
+    back = load_audit(tmp_path).findings
+    assert back.to_dict() == want.to_dict()  # the proof kept, the scores added
+    assert back.proved and back.discovered[0].confirmed
+    html = (tmp_path / "audit.html").read_text()
+    assert f"Against your truth ({len(rows)} images, {len(patched)} with the artifact)" in html
+    assert (tmp_path / TRUTH_FILE).read_text() == text
+
+    # written again (unproved, then proved): scored against the kept truth each time
+    again = folder.finish(rows, **kw)
+    assert again.discovered[0].truth == t
+    # and over the images done so far only: those of an interrupted audit
+    part = [r for r in rows if r.key in patched][:3] + [r for r in rows if r.key not in patched][:3]
+    partial = folder.finish(part, **{**kw, "complete": False})
+    assert partial.discovered, partial.sentences
+    assert partial.discovered[0].truth.images == 6 and partial.discovered[0].truth.positives == 3
