@@ -390,7 +390,8 @@ def real_audit(images: Path, out: Path, model: str, *args: str) -> dict:
     done, said = out / "audit.json", out / "bench-command.json"
     if done.exists() and said.exists() and json.loads(said.read_text()) == argv:
         doc = json.loads(done.read_text())
-        if doc.get("complete"):
+        # complete, and over the folder as it is now (a larger --real-images adds photos to it)
+        if doc.get("complete") and len(doc.get("rows", [])) == len(list(images.glob("*.png"))):
             return doc
     print("python -m limecraft " + " ".join(argv), flush=True)
     code = cli(argv)
