@@ -440,7 +440,8 @@ def box_on_grid(box_cells: list, size: int, grid: int) -> np.ndarray:
 def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, size: int) -> dict:
     """One ``discovered`` finding of audit.json against the truth: the IoU of its mask with the
     watermark's box at its grid, the precision and recall of the images it lists, and the AUROC
-    and AP of its membership scores against "carries the watermark"."""
+    and AP of its membership scores against "carries the watermark" (and the AUROC against "the
+    watermark changes its top-1")."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     grid = f["mask"]["grid"]
@@ -456,6 +457,7 @@ def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, siz
     y = [truth[name]["marked"] for name, _ in member]
     s = [v for _, v in member]
     both = 0 < sum(y) < len(y)
+    yc = [name in changed for name, _ in member]
     return {
         "sentence": f["sentence"], "kind": f["kind"], "risk": f["risk"],
         "score": f["score"], "images": len(listed), "mask_iou": round(iou, 3),
@@ -464,6 +466,7 @@ def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, siz
         "changed_listed": len(listed & changed), "changed": len(changed),
         "auroc": round(float(roc_auc_score(y, s)), 3) if both else None,
         "ap": round(float(average_precision_score(y, s)), 3) if both else None,
+        "auroc_changed": round(float(roc_auc_score(yc, s)), 3) if 0 < sum(yc) < len(yc) else None,
         "classes": [c["label"] for c in f["classes"][:3]],
     }  # fmt: skip
 
@@ -621,11 +624,12 @@ def markdown_real(r: dict) -> str:
         f"finding's grid) is at least {WATERMARK_IOU}. Precision: the share of the images it lists "
         "that carry the watermark. Recall: of the watermarked images whose top-1 the watermark "
         'changes, the share it lists. AUROC and AP: its membership scores against "carries the '
-        'watermark", over every explained image.',
+        'watermark", over every explained image; AUROC (changed): the same scores against "the '
+        'watermark changes its top-1" (what an explanation of the predicted class can see).',
         "",
         "| audit | findings | finding | IoU | images | precision | recall (changed) | AUROC | AP "
-        "| images/min |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| AUROC (changed) | images/min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, run in r["runs"].items():
         rate = run["overall"]["images_per_minute"] or "(kept from the default run)"
@@ -636,13 +640,14 @@ def markdown_real(r: dict) -> str:
             if f is None and label != "headline":
                 continue
             if f is None:
-                lines.append(f"| {name} | 0 | none | | | | | | | {rate} |")
+                lines.append(f"| {name} | 0 | none | | | | | | | | {rate} |")
                 continue
             lines.append(
                 f"| {name} | {run['findings']} | {label}: {f['kind']}, {f['risk']}, "
                 f"{', '.join(f['classes'])} | {f['mask_iou']:.2f} | {f['images']} | "
                 f"{_f(f['precision'])} | {f['changed_listed']}/{f['changed']} "
-                f"({_f(f['recall_changed'])}) | {_f(f['auroc'])} | {_f(f['ap'])} | {rate} |"
+                f"({_f(f['recall_changed'])}) | {_f(f['auroc'])} | {_f(f['ap'])} | "
+                f"{_f(f.get('auroc_changed'))} | {rate} |"
             )
     for name, run in r["runs"].items():
         o = run["overall"]
