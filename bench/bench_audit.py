@@ -531,6 +531,7 @@ def real_case(args: argparse.Namespace) -> dict:
     """Prepare the photos, audit them as they come and with ``--propose text``, audit the clean
     half alone (the null folder), and score each run's findings."""
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="lc-bench-audit-real-"))
+    args.work = str(work)  # real_ray audits its first photos from here
     work.mkdir(parents=True, exist_ok=True)
     tfile = work / "truth.json"
     want = {"seed": args.real_seed, "n": args.real_images, "model": args.real_model,
@@ -591,10 +592,60 @@ def add_real_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--real-propose", default="text", help="the proposer of the second run")
     g.add_argument("--real-skip", nargs="*", default=[], choices=("default", "propose", "null"),
                    help="runs to leave out")  # fmt: skip
+    g.add_argument("--real-ray", type=int, default=0, metavar="N",
+                   help="also the images per minute of the first N photos, audited locally and "
+                   "on Ray Serve with --replicas replicas, side by side (0: not)")  # fmt: skip
+
+
+def real_ray(args: argparse.Namespace, work: Path) -> dict:
+    """The first ``--real-ray`` photos audited with the audit's defaults, locally and on Ray
+    Serve with ``--replicas`` replicas (a local cluster of 2 CPUs a replica), one after the
+    other in one run: images per minute of each, and the weights' largest difference."""
+    import shutil
+
+    from bench_ray import LocalCluster
+
+    sub = work / "ray-images"
+    shutil.rmtree(sub, ignore_errors=True)
+    sub.mkdir(parents=True)
+    for p in sorted((work / "images").glob("*.png"))[: args.real_ray]:
+        shutil.copy(p, sub / p.name)
+    t = time.perf_counter()
+    cluster = LocalCluster(args.replicas, 2 * args.replicas, models=args.real_model)
+    res: dict = {"images": args.real_ray, "cluster_start_s": round(time.perf_counter() - t, 1)}
+    found: dict = {}
+    try:
+        for name, ray in (("local", None), (f"Ray Serve, {args.replicas} replicas", cluster.url)):
+            out = work / ("ray-out-local" if ray is None else "ray-out-ray")
+            shutil.rmtree(out, ignore_errors=True)
+            old = os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
+            if ray:
+                os.environ["LIMECRAFT_RAY_ADDRESS"] = ray
+            try:
+                with contextlib.redirect_stderr(io.StringIO()):
+                    code = cli(["audit", str(sub), "--out", str(out), "--model", args.real_model,
+                                "--quiet"])  # fmt: skip
+            finally:
+                os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
+                if old is not None:
+                    os.environ["LIMECRAFT_RAY_ADDRESS"] = old
+            if code not in (0, 2):
+                raise SystemExit(f"the audit into {out} exited with {code}")
+            doc = json.loads((out / "audit.json").read_text())
+            found[name] = weights(out, doc)
+            res[name] = {k: doc["run"].get(k) for k in ("images_per_minute", "seconds")}
+            print(f"{name}: {res[name]}", flush=True)
+    finally:
+        cluster.close()
+    a, b = found.values()
+    res["max_weight_diff"] = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+    return res
 
 
 def real_main(args: argparse.Namespace) -> int:
     r = real_case(args)
+    if args.real_ray:
+        r["ray"] = real_ray(args, Path(args.work))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "audit_real.json").write_text(json.dumps(r, indent=1))
@@ -649,6 +700,15 @@ def markdown_real(r: dict) -> str:
                 f"({_f(f['recall_changed'])}) | {_f(f['auroc'])} | {_f(f['ap'])} | "
                 f"{_f(f.get('auroc_changed'))} | {rate} |"
             )
+    if r.get("ray"):
+        y = r["ray"]
+        rates = "; ".join(
+            f"{k}: {v['images_per_minute']} images/min ({v['seconds']} s)"
+            for k, v in y.items() if isinstance(v, dict)
+        )  # fmt: skip
+        lines += ["", f"Side by side on the first {y['images']} photos (the audit's defaults, no "
+                  f"proposals): {rates}; the cluster started in {y['cluster_start_s']} s; the "
+                  f"weights' largest difference {y['max_weight_diff']:.1e}."]  # fmt: skip
     for name, run in r["runs"].items():
         o = run["overall"]
         lines += ["", f"**{name}** (`{run['command']}`; {run['images']} images, "

@@ -56,7 +56,9 @@ from serving.ports import free_port as _free_port
 class LocalCluster:
     """``python -m serving.serve_app --local`` in a child process; stopped on exit."""
 
-    def __init__(self, replicas: int, cluster_cpus: int, timeout: float = 180) -> None:
+    def __init__(
+        self, replicas: int, cluster_cpus: int, timeout: float = 180, models: str = "demo"
+    ) -> None:
         port = _free_port()
         env = {
             **os.environ,
@@ -67,7 +69,7 @@ class LocalCluster:
         }
         env.pop("LIMECRAFT_RAY_ADDRESS", None)
         cmd = [sys.executable, "-m", "serving.serve_app", "--local", str(cluster_cpus)]
-        cmd += ["--models", "demo", "--replicas", str(replicas), "--cpus", "1"]
+        cmd += ["--models", models, "--replicas", str(replicas), "--cpus", "1"]
         cmd += ["--http-port", str(port)]
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
