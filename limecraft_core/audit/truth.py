@@ -29,7 +29,8 @@ def read_truth(
 
     Parameters
     ----------
-    text : str, the CSV's text (a header row naming ``file`` and ``artifact``)
+    text : str, the CSV's text (a header row naming ``file`` and ``artifact``, in any case; the
+        columns apart by ``,``, ``;`` or a tab, as the header row has them)
     files : the audit's image files, as its rows name them
     name : str, what the messages call the CSV
     skip_unknown : bool, leave out the rows of files that are not in ``files`` (a truth kept
@@ -41,7 +42,13 @@ def read_truth(
         For a missing column, a value other than 0 or 1, a file named twice or not audited, or a
         truth of one value only (AUROC needs both).
     """
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    text = text.lstrip("\ufeff")
+    head = text.split("\n", 1)[0]
+    # a spreadsheet's export: its columns may be apart by ';' or a tab, and named in capitals
+    sep = next((c for c in (",", ";", "\t") if c in head), ",")
+    reader = csv.DictReader(io.StringIO(text), delimiter=sep)
+    if reader.fieldnames:
+        reader.fieldnames = [f.strip().lower() for f in reader.fieldnames]
     missing = [c for c in _COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise LimecraftError(

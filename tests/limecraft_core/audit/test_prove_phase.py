@@ -120,6 +120,18 @@ def test_truth_scores_rank_the_patched_images(audited):
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "file,artifact\nim00.png,1\nim01.png,0\n",
+        "\ufeffFile;Artifact\r\nim00.png;1\r\nim01.png;0\r\n",  # a spreadsheet's export
+        " file\t artifact \nim00.png\t1\nim01.png\t0\n",
+    ],
+)
+def test_a_truth_csv_reads_as_a_spreadsheet_writes_it(text):
+    assert read_truth(text, ["im00.png", "im01.png"]) == {"im00.png": True, "im01.png": False}
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ("name,artifact\nim00.png,1\n", "has no column 'file'"),
