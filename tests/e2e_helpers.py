@@ -482,6 +482,38 @@ def uploader(page: Page, label: str):
     )
 
 
+def start_upload(
+    page: Page, field, files, *, what: str = "", retry_ms: float = 20_000
+) -> Callable[..., None]:
+    """:func:`start` for an upload: give the upload control's file input ``field`` ``files`` and
+    return the function that waits for the run it causes, so that the test can watch the page
+    while that run works. As in :func:`upload`, a file set while the control is still rendering
+    can be lost without a trace: when no request has gone out and the control lists none of the
+    files after ``retry_ms``, they are set once more."""
+    box = field.locator("xpath=ancestor::*[@data-testid='stFileUploader'][1]")
+    expect(box.get_by_role("button").first).to_be_enabled()
+    names = [os.path.basename(str(f)) for f in (files if isinstance(files, list) else [files])]
+    listed = box.locator("[data-testid='stFileChipName']").filter(
+        has_text=re.compile("|".join(re.escape(n) for n in names))
+    )
+    r = runs(page)
+    mark = r.seq
+    field.set_input_files(files)
+    deadline = time.monotonic() + retry_ms / 1000
+    while not (any(seq > mark for seq, _ in r.sent) or listed.count() > 0):
+        if time.monotonic() > deadline:
+            r._note(f"no request {retry_ms / 1000:.0f} s after setting {names}: set again")
+            mark = r.seq
+            field.set_input_files(files)
+            break
+        page.wait_for_timeout(100)
+
+    def finished(timeout: float = T) -> None:
+        r.wait(mark, timeout_ms=timeout, what=what)
+
+    return finished
+
+
 def upload(
     page: Page,
     field,

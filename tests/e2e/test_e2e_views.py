@@ -32,7 +32,7 @@ from e2e_helpers import (
     pick_sample,
     rerun,
     screenshot,
-    start,
+    start_upload,
     upload,
     uploader,
 )
@@ -361,11 +361,10 @@ def test_a_6000_by_4000_gradient_segments_explains_and_says_what_it_does(page, a
     path = tmp_path / "gradient.png"
     Image.fromarray(img).save(path, compress_level=1)
     open_app(page, app_url)
-    loaded = start(
+    loaded = start_upload(
         page,
-        lambda: page.locator("[data-testid='stSidebar'] input[type=file]").first.set_input_files(
-            str(path)
-        ),
+        page.locator("[data-testid='stSidebar'] input[type=file]").first,
+        str(path),
         what="uploading gradient.png",
     )
     # a message with progress while it is decoded and segmented, in the main area
