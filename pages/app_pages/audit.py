@@ -29,7 +29,7 @@ from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
 from limecraft_core.proposers import check_proposer_names
 from pages.lib import analysis as A
-from pages.lib import audits, config_form, display, frame, propose_view, state
+from pages.lib import audits, config_form, display, frame, propose_view, state, truth_view
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -253,39 +253,6 @@ def discovered_view(folder: Path, audit: LoadedAudit) -> None:
             display.error(f"That finding could not be opened: {e}")
             return
         st.switch_page("pages/app_pages/inspect.py")
-
-
-def truth_view(aid: str, folder: Path, audit: LoadedAudit) -> None:
-    """Score the findings against the analyst's truth, afterwards (as ``--truth`` does)."""
-    found = audit.findings.discovered
-    if not found:
-        return
-    scored = found[0].truth
-    title = "Score the findings against your truth"
-    with st.expander(title + (" · scored" if scored else "")):
-        st.caption(
-            "A CSV with the columns file and artifact: 1 for each image that carries the "
-            "artifact you suspect, 0 for each that does not (as --truth on the command line). "
-            "Each finding then gets its AUROC and AP: how well its membership scores rank the "
-            "images you marked, with no threshold. Nothing is explained again."
-        )
-        if scored:
-            st.markdown(
-                f"Scored against your truth: {scored.images} images, {scored.positives} with "
-                "the artifact (kept with the audit as truth.csv; upload another to replace it)."
-            )
-        st.download_button(
-            "A template: every image, artifact 0", audits.truth_template(audit),
-            file_name="truth.csv", mime="text/csv", key="audit_truth_template",
-        )  # fmt: skip
-        up = st.file_uploader("Your truth (CSV)", type=["csv"], key=f"audit_truth-{aid}")
-        if st.button("Score the findings", key="audit_truth_score", disabled=up is None):
-            try:
-                audits.score_truth(folder, up.getvalue())
-            except lc.LimecraftError as e:
-                display.error(f"That truth cannot be used: {e}. The audit is as it was.")
-            else:
-                st.rerun()
 
 
 def findings_view(audit: LoadedAudit) -> None:
@@ -598,7 +565,7 @@ if resumable and not (p and p.todo) and audit.complete and not audit.findings.pr
         else:
             st.rerun()
 discovered_view(folder, audit)
-truth_view(aid, folder, audit)
+truth_view.show(aid, folder, audit)
 findings_view(audit)
 rows = images_view(audit)
 one_image(folder, audit, rows)
