@@ -29,7 +29,7 @@ from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
 from limecraft_core.proposers import check_proposer_names
 from pages.lib import analysis as A
-from pages.lib import audits, config_form, display, frame, propose_view, state, truth_view
+from pages.lib import audits, config_form, display, frame, identity, propose_view, state, truth_view
 from pages.lib.session import session
 
 frame.start()  # the sidebar and the page's frame, inside this page's run (pages/lib/frame.py)
@@ -84,7 +84,7 @@ def start(source: str, cfg: lc.ExplainConfig) -> None:
     """Create the audit from the chosen source and run it."""
     s = state.get()
     demo = source == SOURCES[0]
-    ref = A.ModelRef("demo") if demo else A.model_ref(s)
+    ref = identity.ModelRef("demo") if demo else A.model_ref(s)
     model = {"name": ref.name, "labels": list(ref.labels) if ref.labels else None,
              "arch": ref.arch, "normalize": ref.normalize}  # fmt: skip
     if demo:

@@ -10,12 +10,10 @@ its file format, ``limecraft-analysis`` version 1, is in :mod:`pages.lib.analysi
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,6 +22,7 @@ from limecraft_core.config import SegmentationConfig
 from limecraft_core.edits import Edit
 from limecraft_core.regions.types import HAND_ORIGINS, check_origin
 from models import registry
+from pages.lib.identity import ModelRef, digest
 
 __all__ = ["APP_CONFIG", "REGION_COLOURS", "Analysis", "HandRegion", "Merge", "Paste",
            "SegSettings"]  # fmt: skip
@@ -531,35 +530,8 @@ def set_model(
         set_results(a, a.other_models.pop(model_ref(a), Results()))
 
 
-@dataclass(frozen=True)
-class ModelRef:
-    """Which model an analysis uses, hashable (a cache key): a registry name or a file path,
-    the class names given with an uploaded file, and a state_dict's architecture."""
-
-    name: str
-    labels: tuple[str, ...] | None = None
-    arch: str | None = None
-    normalize: str | None = None
-
-    @property
-    def display_name(self) -> str:
-        """The name a person knows it by: a registry name, or the uploaded file's own name."""
-        return os.path.basename(self.name) if ("/" in self.name or "\\" in self.name) else self.name
-
-
-#: The app's "normalisation" choice for an ONNX graph that takes pixels in 0-255 (no mean/std).
-PIXELS_0_255 = "0-255"
-
-
-def normalisation(choice: str | None) -> dict[str, Any]:
-    """The loader's keywords for the app's normalisation choice: ``normalize``, or for an ONNX
-    graph that takes 0-255 pixels, ``input_range`` with no normalisation."""
-    if choice == PIXELS_0_255:
-        return {"normalize": "none", "input_range": "0-255"}
-    return {"normalize": choice}
-
-
 def model_ref(a: Analysis) -> ModelRef:
+    """The model this analysis uses, as the cache key it is loaded under."""
     return ModelRef(
         a.model_name,
         tuple(a.model_labels) if a.model_labels else None,
@@ -599,13 +571,3 @@ def restore_explanation(a: Analysis, ex: lc.Explanation) -> None:
         ex.segments, ex.region_keys, ex.region_names, atom_origins=ex.region_origins
     )
     a.config = within_app(ex.config)
-
-
-# ----------------------------------------------------------------------------- identity
-
-
-def digest(a: np.ndarray) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(str((a.shape, a.dtype.str)).encode())
-    h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()

@@ -36,7 +36,6 @@ from pages.lib.analysis import (
     MAX_NAME,
     MAX_OTHER_MODELS,
     MAX_PASTE_TARGETS,
-    PIXELS_0_255,
     REGION_COLOURS,
     SOURCES,
     HandRegion,
@@ -45,6 +44,7 @@ from pages.lib.analysis import (
     SegSettings,
     within_app,
 )
+from pages.lib.identity import PIXELS_0_255
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_JSON_BYTES", "AnalysisDoc"]
 

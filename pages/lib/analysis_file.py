@@ -26,14 +26,13 @@ from limecraft_core.io import encode_png
 from pages.lib.analysis import (
     Analysis,
     Merge,
-    ModelRef,
     Paste,
     Results,
-    digest,
     results_of,
     set_results,
 )
 from pages.lib.analysis_doc import FORMAT, FORMAT_VERSION, MAX_JSON_BYTES, AnalysisDoc
+from pages.lib.identity import ModelRef, digest
 
 __all__ = ["fingerprint", "from_dict", "from_json", "to_dict", "to_json"]
 

@@ -45,6 +45,7 @@ from limecraft_core.io.dataset import (
 )
 from pages.lib import analysis as A
 from pages.lib import propose_view, runtime, state
+from pages.lib.identity import ModelRef
 from pages.lib.progress import duration
 from pages.lib.session import session
 from pages.lib.session_liveness import session_alive
@@ -70,7 +71,7 @@ class AppAudit:
     ----------
     source : {"demo", "upload", "opened"}
     name : str, what the analyst knows it by (the zip's name, "demo set of 24 images")
-    model : dict, the :class:`~pages.lib.analysis.ModelRef` fields (name, labels, arch, normalize)
+    model : dict, the :class:`~pages.lib.identity.ModelRef` fields (name, labels, arch, normalize)
     settings : dict, the settings it runs with (``ExplainConfig.to_dict``)
     owner : str
     proposers : tuple of str, detectors whose regions every image gets beside the superpixels
@@ -85,10 +86,10 @@ class AppAudit:
     proposers: tuple[str, ...] = ()
 
     @property
-    def model_ref(self) -> A.ModelRef:
+    def model_ref(self) -> ModelRef:
         m = self.model
         labels = m.get("labels")
-        return A.ModelRef(
+        return ModelRef(
             str(m.get("name") or "demo"),
             tuple(labels) if isinstance(labels, list) and labels else None,
             m.get("arch") if isinstance(m.get("arch"), str) else None,
@@ -296,7 +297,7 @@ def plan(folder: Path, app: AppAudit) -> Plan:
     return Plan(items, done, todo, key, len(masks))
 
 
-def scorer_for(ref: A.ModelRef, config: lc.ExplainConfig) -> Any:
+def scorer_for(ref: ModelRef, config: lc.ExplainConfig) -> Any:
     """The audit's scorer: on Ray Serve when configured (several images in flight), else the
     shared model behind this process's work queue (its chunks share forward passes with the
     other images in flight, and other sessions' Explains are served in turn)."""
@@ -466,7 +467,7 @@ def from_audit(
     name: str,
     ex: lc.Explanation,
     *,
-    model: A.ModelRef,
+    model: ModelRef,
     expected: np.ndarray | None = None,
     tag_mask: np.ndarray | None = None,
     note: str = "",
@@ -537,7 +538,7 @@ def open_image(
     """
     row = audit.row(key)
     ex = audit.explanation(key)
-    ref = app.model_ref if app is not None else A.ModelRef(str(audit.model.get("name") or "demo"))
+    ref = app.model_ref if app is not None else ModelRef(str(audit.model.get("name") or "demo"))
     note = f"from the audit: {row.reason}" if row.flagged else "from the audit: not flagged"
     rid = None
     if finding is not None:

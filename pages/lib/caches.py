@@ -16,6 +16,7 @@ import streamlit as st
 
 import limecraft_core as lc
 from pages.lib import analysis as A
+from pages.lib import identity
 from pages.lib.analysis import Analysis
 from pages.lib.session import session
 
@@ -55,7 +56,7 @@ def _prepare(
 ) -> lc.Regions:
     """The engine's region stage, cached on its inputs. Not ``st.cache_data``: that would
     replay the progress bar's updates, which belong to the run that made the regions."""
-    key = "|".join([*(A.digest(a) for a in (image, *masks)), repr((seg, names, origins))])
+    key = "|".join([*(identity.digest(a) for a in (image, *masks)), repr((seg, names, origins))])
     hit = _regions_cache().get(key)
     if hit is not None:
         return hit
@@ -107,10 +108,10 @@ def explanation_cache() -> _LRU:
 
 def image_digest(image: np.ndarray) -> str:
     """The image's digest: the one hash of its pixels an Explain makes (:func:`run_key`)."""
-    return A.digest(image)
+    return identity.digest(image)
 
 
-def _digest(image: str, reg: lc.Regions, model: A.ModelRef, *parts: object) -> str:
+def _digest(image: str, reg: lc.Regions, model: identity.ModelRef, *parts: object) -> str:
     """A hash of the image's digest, the regions' atoms, the model and any JSON-able parts."""
     h = hashlib.sha256(image.encode())
     h.update(str(reg.atoms.shape).encode())
@@ -127,14 +128,14 @@ class RunKey:
     digest, and the keys of the explanation cache and of the scene's model scores."""
 
     config: lc.ExplainConfig
-    model: A.ModelRef
+    model: identity.ModelRef
     image: str
     explanation: str
     scene: str
 
 
 def run_key(
-    image: np.ndarray | str, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig
+    image: np.ndarray | str, reg: lc.Regions, model: identity.ModelRef, config: lc.ExplainConfig
 ) -> RunKey:
     """The keys of one Explain of ``image`` (its pixels, or the digest of an earlier
     :class:`RunKey` of the same image, which is then not hashed again) over ``reg``."""
@@ -148,7 +149,7 @@ def run_key(
     )
 
 
-def _scene(image: str, reg: lc.Regions, model: A.ModelRef, config: lc.ExplainConfig) -> str:
+def _scene(image: str, reg: lc.Regions, model: identity.ModelRef, config: lc.ExplainConfig) -> str:
     """What the model's score of a mask depends on: the image, the regions, the model, the fill
     and the speed settings (not the sampling, surrogate or trust settings)."""
     d = config.to_dict()

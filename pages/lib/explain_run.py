@@ -12,8 +12,7 @@ import streamlit as st
 import limecraft_core as lc
 import serving
 from limecraft_core import render
-from pages.lib import analysis as A
-from pages.lib import caches, runtime, state
+from pages.lib import caches, identity, runtime, state
 from pages.lib.display import VERDICT_TEXT, for_drawing, md, named_reason
 from pages.lib.progress import ExplainProgress
 from pages.lib.session import session, set_value
@@ -162,7 +161,7 @@ def run_compare(
     image: np.ndarray,
     reg: lc.Regions,
     ex: lc.Explanation,
-    model: A.ModelRef,
+    model: identity.ModelRef,
     methods: list[str],
     region_names: list[str],
 ) -> lc.Comparison:

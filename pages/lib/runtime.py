@@ -14,23 +14,24 @@ import serving
 from limecraft_core import render
 from models import registry
 from pages.lib import analysis as A
+from pages.lib import identity
 from pages.lib.analysis import Analysis
 from pages.lib.display import error
 
 
 def classifier(
-    ref: A.ModelRef | Analysis | str, precision: str = "auto"
+    ref: identity.ModelRef | Analysis | str, precision: str = "auto"
 ) -> lc.Classifier | serving.RemoteScorer:
     """The analysis's model (its name, uploaded labels and architecture; or a registry name),
     loaded once per process and precision and shared by all sessions (inference is
     thread-safe)."""
     if isinstance(ref, str):
-        ref = A.ModelRef(ref)
-    return _classifier(ref if isinstance(ref, A.ModelRef) else A.model_ref(ref), precision)
+        ref = identity.ModelRef(ref)
+    return _classifier(ref if isinstance(ref, identity.ModelRef) else A.model_ref(ref), precision)
 
 
 @st.cache_resource(show_spinner="Loading the model…")
-def _classifier(ref: A.ModelRef, precision: str) -> lc.Classifier | serving.RemoteScorer:
+def _classifier(ref: identity.ModelRef, precision: str) -> lc.Classifier | serving.RemoteScorer:
     """On the Ray Serve cluster when ``LIMECRAFT_RAY_ADDRESS`` is set, else local.
 
     bf16 on a CPU also uses channels_last, the combination that is about 2x faster there."""
@@ -41,7 +42,7 @@ def _classifier(ref: A.ModelRef, precision: str) -> lc.Classifier | serving.Remo
         arch=ref.arch,
         precision=precision,
         channels_last=cl,
-        **A.normalisation(ref.normalize),
+        **identity.normalisation(ref.normalize),
     )
 
 
@@ -74,7 +75,7 @@ def ready_classifier(s: Analysis) -> lc.Classifier | None:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _predict(model: A.ModelRef, image: np.ndarray) -> np.ndarray:
+def _predict(model: identity.ModelRef, image: np.ndarray) -> np.ndarray:
     return render.softmax(classifier(model).predict(image))
 
 

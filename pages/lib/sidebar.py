@@ -16,7 +16,7 @@ from limecraft_core.io.images import conversion_note
 from models import formats, hub, onnx_model, registry
 from models.samples import load_sample, model_for, sample_names
 from pages.lib import analysis as A
-from pages.lib import caches, runtime, state
+from pages.lib import caches, identity, runtime, state
 from pages.lib.analysis import Analysis
 from pages.lib.display import error, md, md_sentence
 from pages.lib.session import Recent, session
@@ -143,7 +143,7 @@ def _model_upload(s: Analysis) -> None:
     arch = None if arch in (None, ARCH_AUTO) else arch
     norm = st.session_state.get("model_normalize") or "none"
     suffix = os.path.splitext(up.name)[1].lower()
-    if norm == A.PIXELS_0_255 and suffix != ".onnx":
+    if norm == identity.PIXELS_0_255 and suffix != ".onnx":
         # a setting to change, not a bad file: the file stays in the picker
         session().model_note = (
             "error",
@@ -187,7 +187,9 @@ def _model_upload(s: Analysis) -> None:
                 for ln in labels.getvalue().decode("utf-8-sig").splitlines()
                 if ln.strip()
             ]
-        clf = registry.load_classifier(path, labels=names, arch=arch, **A.normalisation(norm))
+        clf = registry.load_classifier(
+            path, labels=names, arch=arch, **identity.normalisation(norm)
+        )
         size = clf.input_size or (224, 224)
         probs = clf.predict(np.zeros((size[0], size[1], 3), np.uint8))
     except (lc.LimecraftError, lc.ModelError, UnicodeDecodeError) as e:
@@ -399,7 +401,7 @@ def sidebar(s: Analysis) -> None:
             )
             st.selectbox(
                 "Input normalisation",
-                ["none", "imagenet", "half", A.PIXELS_0_255],
+                ["none", "imagenet", "half", identity.PIXELS_0_255],
                 key="model_normalize",
                 help="none: the model takes pixels in [0, 1]; imagenet: it expects ImageNet's "
                 "mean and standard deviation subtracted (torchvision's models do); half: "

@@ -17,7 +17,7 @@ import limecraft_core as lc
 from limecraft_core.io import decode_image
 from models.samples import PAGE, PAGE_WATERMARK, load_sample, sample_names
 from pages.lib import analysis as A
-from pages.lib import display, runtime, state
+from pages.lib import display, identity, runtime, state
 
 #: At most this many images at once: each is scored 2 + NULL_DRAWS times, and shown.
 MAX_TARGETS = A.MAX_PASTE_TARGETS
@@ -127,7 +127,7 @@ def section(
                 names=tuple(n for n, _ in targets),
                 result=result,
                 pictures=tuple(_picture(p.image) for p in pasted),
-                source=A.digest(image),
+                source=identity.digest(image),
             ),
         )
     paste = s.paste
@@ -139,7 +139,7 @@ def section(
         and np.array_equal(paste.mask, mask)
         and paste.names == tuple(n for n, _ in targets)
     )
-    if paste.source and paste.source != A.digest(image):
+    if paste.source and paste.source != identity.digest(image):
         st.info(
             "The result below was pasted from the image as it was before the edits since "
             "(listed above): press **Paste** to paste the region as it is now.",

@@ -259,6 +259,7 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     a timm name offline is one clear line and the model stays."""
     from pages.lib import analysis as A
     from pages.lib import analysis_file as AF
+    from pages.lib import identity
 
     g255 = graph_file(tmp_path / "keras255.onnx", net, layout="NHWC", scale_255=True)
     g01 = graph_file(tmp_path / "twin.onnx", net, layout="NHWC")
@@ -266,11 +267,11 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     at.sidebar.file_uploader(key="model_upload").set_value(
         ("keras255.onnx", g255.read_bytes(), "application/octet-stream")
     )
-    at.sidebar.selectbox(key="model_normalize").set_value(A.PIXELS_0_255)
+    at.sidebar.selectbox(key="model_normalize").set_value(identity.PIXELS_0_255)
     at.run()
     next(b for b in at.sidebar.button if b.label == "Use this model").click().run()
     assert not at.exception, at.exception
-    assert s.model_name.endswith("keras255.onnx") and s.model_normalize == A.PIXELS_0_255
+    assert s.model_name.endswith("keras255.onnx") and s.model_normalize == identity.PIXELS_0_255
     assert any(m.value.startswith("Now using **keras255") for m in at.sidebar.success)
     from pages.lib import runtime  # the app's own loader
 
@@ -278,7 +279,7 @@ def test_the_app_takes_a_0_255_onnx_upload_and_a_timm_name(at, tmp_path, net):
     want = __import__("models.registry", fromlist=["x"]).load_classifier(str(g01)).predict(s.image)
     np.testing.assert_allclose(got, want, atol=1e-5)
     back = AF.from_json(AF.to_json(s))
-    assert back.model_normalize == A.PIXELS_0_255
+    assert back.model_normalize == identity.PIXELS_0_255
     # a timm name that cannot be had offline: one line, the model stays
     at.sidebar.text_input(key="model_by_name").set_value("timm:no_such_model_at_all").run()
     next(b for b in at.sidebar.button if b.label == "Use this name").click().run()

@@ -19,7 +19,7 @@ from limecraft_core.io.audit_folder import load_audit
 from models.demo_data import write_demo_mixed
 from pages.lib import analysis as A
 from pages.lib import analysis_file as AF
-from pages.lib import audits
+from pages.lib import audits, identity
 from pages.lib.audits import from_audit, progress_text, write_files
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -309,7 +309,7 @@ def test_the_expected_area_counts_round_trips_and_can_be_turned_off(quadrants):
         quadrants, lambda x: x.mean(dim=(2, 3)), segments=segments, samples=40,
         expected_mask=area,
     )  # fmt: skip
-    a = from_audit(quadrants, "q.png", ex, model=A.ModelRef("demo"), expected=area, note="n")
+    a = from_audit(quadrants, "q.png", ex, model=identity.ModelRef("demo"), expected=area, note="n")
     assert a.source == "audit" and A.expected_ids(a) == {A.AREA}
     np.testing.assert_array_equal(A.expected_mask(a), area)
     assert a.explanation.trust.localisation is not None
