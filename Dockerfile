@@ -27,11 +27,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # The libraries opencv-python (the text detector's, rapidocr-onnxruntime) loads and a slim image
-# lacks: libGL and GLib. Pinned to the base image's Debian 13 (trixie) versions; when a Debian
-# point release replaces them, pass the new ones, e.g. --build-arg LIBGL_VERSION=... (apt-cache
-# policy libgl1 libglib2.0-0t64 in the base image lists them).
+# lacks: libGL and GLib. Pinned to the base image's Debian 13 (trixie) versions. Debian keeps only
+# a suite's newest version, so a security update or a point release removes a pinned one and the
+# build stops with "Version ... was not found": `python docker/check_apt_pins.py` says which pin
+# is gone and the --build-arg to pass (e.g. --build-arg GLIB_VERSION=...); update the default.
 ARG LIBGL_VERSION=1.7.0-1+b2
-ARG GLIB_VERSION=2.84.4-3~deb13u1
+ARG GLIB_VERSION=2.84.4-3~deb13u5
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         "libgl1=${LIBGL_VERSION}" "libglib2.0-0t64=${GLIB_VERSION}" \

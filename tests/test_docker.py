@@ -26,6 +26,7 @@ from pages.lib import auth
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docker"))
 import bake_weights  # noqa: E402
+import check_apt_pins  # noqa: E402
 
 APP_PORT = "8501"
 
@@ -76,6 +77,27 @@ def test_hadolint_is_clean(tmp_path):
         timeout=120,
     )
     assert r.returncode == 0 and not r.stdout.strip(), r.stdout + r.stderr
+
+
+def test_the_apt_pins_are_read_and_a_gone_version_names_the_build_arg():
+    """docker/check_apt_pins.py, offline: it finds both pins of the Dockerfile's apt line with
+    their ARG defaults, and against a Packages index where one version was replaced it says that
+    pin is gone and which --build-arg to pass (run it with the network before a release)."""
+    pinned = check_apt_pins.pins((ROOT / "Dockerfile").read_text())
+    assert set(pinned) == {"libgl1", "libglib2.0-0t64"}
+    assert all(v for _, v in pinned.values())
+    gl_arg, gl = pinned["libgl1"]
+    glib_arg, glib = pinned["libglib2.0-0t64"]
+    index = (
+        f"Package: libgl1\nVersion: {gl}\nArchitecture: amd64\n\n"
+        "Package: libglib2.0-0t64\nVersion: 9.9-1~deb13u9\n\n"
+        f"Package: libglib2.0-0t64-dbg\nVersion: {glib}\n"
+    )
+    got = check_apt_pins.check(pinned, check_apt_pins.versions(index, set(pinned)))
+    assert got[0] == f"ok    libgl1={gl}"
+    assert got[1].startswith(f"gone  libglib2.0-0t64={glib}: the archive has 9.9-1~deb13u9")
+    assert got[1].endswith(f"--build-arg {glib_arg}=9.9-1~deb13u9 (and update the default)")
+    assert gl_arg == "LIBGL_VERSION"
 
 
 def test_follows_streamlits_template(dockerfile):
