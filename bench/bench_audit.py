@@ -571,9 +571,25 @@ def real_case(args: argparse.Namespace) -> dict:
             **score_run(doc, files, box, truth["size"]),
             "overall": overall_rate(out, doc), "bench_seconds": round(time.perf_counter() - t, 1),
         }  # fmt: skip
-        print(name, json.dumps({k: v for k, v in result["runs"][name].items() if k != "all"}),
-              flush=True)  # fmt: skip
+        if folder != clean:
+            result["runs"][name]["changed_misses"] = changed_misses(out, doc, truth)
+        print(name, json.dumps({k: v for k, v in result["runs"][name].items()
+                                if k not in ("all", "changed_misses")}), flush=True)  # fmt: skip
     return result
+
+
+def changed_misses(out: Path, doc: dict, truth: dict) -> dict:
+    """Why each photo the watermark changed is listed or not (bench/audit_misses.py), against
+    the finding nearest the watermark."""
+    from audit_misses import misses
+
+    runs = score_run(doc, truth["files"], truth["box"], truth["size"])
+    listed: set[str] = set()
+    if runs["nearest_watermark_rank"] is not None:
+        f = doc["findings"]["discovered"][runs["nearest_watermark_rank"] - 1]
+        by_key = {r["key"]: r["file"] for r in doc["rows"]}
+        listed = {by_key[r["key"]] for r in f["regions"]}
+    return misses(out, doc, truth["files"], truth["box"], listed, truth["size"])
 
 
 def add_real_arguments(ap: argparse.ArgumentParser) -> None:
@@ -731,6 +747,13 @@ def markdown_real(r: dict) -> str:
             f"- the border flag: {b_['flagged']} images, precision {_f(b_['precision'])}, "
             f"{b_['changed_flagged']} of {r['changed']} changed",
         ]
+        if run.get("changed_misses"):
+            c = run["changed_misses"]
+            lines.append(
+                f"- the {c['changed']} photos the watermark changed, by the first reason that "
+                "applies (bench/audit_misses.py): "
+                + "; ".join(f"{k}: {v}" for k, v in c["counts"].items())
+            )
         lines += [f"- finding {i + 1} ({f['risk']}, IoU {f['mask_iou']:.2f}, precision "
                   f"{_f(f['precision'])}, AUROC {_f(f['auroc'])}): {f['sentence']}"
                   for i, f in enumerate(run["all"])]  # fmt: skip

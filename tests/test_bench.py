@@ -397,6 +397,46 @@ def _check_scores(bench, box_mask) -> None:
     assert s["per_image"]["border_flag"]["flagged"] == 0
 
 
+def test_audit_misses_names_why_a_changed_photo_is_not_listed(tmp_path):
+    """bench/audit_misses.py on hand-made image folders: one reason each, the first that
+    applies (listed; described but not grouped; on the watermark with a negative weight; with a
+    small positive one; no region on the watermark)."""
+    import numpy as np
+
+    from limecraft_core.audit.regions import REGION_GRID, grid_mask, pack_mask
+
+    box = np.zeros((64, 64), bool)
+    box[40:50, 8:56] = True
+
+    def folder(name: str, w_mark: float, described: bool, on_mark: bool = True) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        seg = np.ones((64, 64), np.int32)
+        seg[box if on_mark else np.s_[0:10, 0:10]] = 0
+        np.save(d / "segments.npy", seg)
+        regions = [{"id": 0, "weight": w_mark, "origin": "proposed:text"},
+                   {"id": 1, "weight": 0.5, "origin": "superpixel"}]  # fmt: skip
+        (d / "explanation.json").write_text(json.dumps({"regions": regions}))
+        descs = [{"mask": pack_mask(grid_mask(box, REGION_GRID))}] if described else []
+        (d / "row.json").write_text(json.dumps({"row": {"regions": descs}}))
+        return d
+
+    with _process_state_kept():
+        sys.path.insert(0, str(ROOT / "bench"))
+        m = importlib.import_module("audit_misses")
+        cases = [
+            (folder("a", 0.4, True), True, "listed"),
+            (folder("b", 0.4, True), False, "described, not grouped"),
+            (folder("c", -0.2, False), False, "pushes against the class"),
+            (folder("d", 0.01, False), False, "weak"),
+            (folder("e", 0.4, False, on_mark=False), False, "no region on the watermark"),
+        ]
+        got = [m.reason(d, box, listed) for d, listed, _ in cases]
+    assert [why for why, _ in got] == [want for *_, want in cases]
+    assert got[2][1]["weight"] == -0.2 and got[2][1]["rank"] == 1 and got[2][1]["iou"] == 1.0
+    assert set(m.REASONS) == {want for *_, want in cases}
+
+
 def test_gpu_script_runs_its_dry_case_on_the_cpu(tmp_path):
     """bench/gpu.sh's run (bench_gpu.py) takes its whole path on one tiny CPU case, so that the
     prepared GPU command cannot rot: the explanation, the forward-only floor, the share above it

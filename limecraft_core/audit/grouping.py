@@ -29,7 +29,10 @@ characters do not. Such a group needs only ``MIN_IMAGES`` images, not ``MIN_PREV
 audit explains each photo's own predicted class, so an artifact is a strong region mainly where
 it drives the prediction, a small share of the folder. What keeps a clean folder free of
 findings is the prove phase's null (:mod:`.proving`), not a flat floor. Its kind is ``CROSS``, ``"place and look, any class"``. A cross group that
-shares at least half of its images with a group of the first two views is dropped as a twin.
+shares at least half of its images with a group of the first two views is its twin: when it
+holds more images, the two become one ``CROSS`` group with every image of both (on 200 real
+photos, half watermarked, the watermark's place group of one class's images held 19 of the 30
+images its cross group held, all 30 watermarked), else it is dropped.
 """
 
 from __future__ import annotations
@@ -168,13 +171,14 @@ def _group(
     return Group(kind, tuple(table[k] for k in keep), table[medoid])
 
 
-def _merge(a: Group, b: Group, rows: Sequence[AuditRow]) -> Group:
-    """One group of kind "place and look": every image of both, its strongest region of the two."""
+def _merge(a: Group, b: Group, rows: Sequence[AuditRow], kind: str = "place and look") -> Group:
+    """One group of ``kind``: every image of both, its strongest region of the two; ``a``'s
+    medoid."""
     best: dict[int, int] = {}
     for r, j in (*a.members, *b.members):
         if r not in best or rows[r].regions[j].weight > rows[r].regions[best[r]].weight:
             best[r] = j
-    return Group("place and look", tuple(sorted(best.items())), a.medoid)
+    return Group(kind, tuple(sorted(best.items())), a.medoid)
 
 
 def _overlap(a: Group, b: Group) -> float:
@@ -216,7 +220,7 @@ def group_regions(rows: Sequence[AuditRow]) -> tuple[Group, ...]:
             p = _merge(p, twin, rows)
         out.append(p)
     out += looks
-    out += _cross(descs, table, rows, out)
+    out = _cross(descs, table, rows, out)
     return tuple(sorted(out, key=lambda g: -len(g.members)))
 
 
@@ -230,16 +234,23 @@ def _cross(
     descs: list[RegionDescriptor], table: list[tuple[int, int]], rows: Sequence[AuditRow],
     found: list[Group],
 ) -> list[Group]:  # fmt: skip
-    """The cross-class path's groups of at least ``MIN_IMAGES`` images, less the twins of
-    ``found`` (see the module docstring)."""
+    """``found`` with the cross-class path's groups of at least ``MIN_IMAGES`` images: a cross
+    group that shares at least half of its images with a found group is its twin, and when it
+    holds more images the two become one group of kind ``CROSS`` (its medoid), with every image
+    of both (see the module docstring)."""
     dist = np.minimum(cross_distances(descs), 1e6)  # no text on either side: never alike
     cl = _clusters(dist)
-    out = []
+    out, new = list(found), []
     for c in np.unique(cl):
         g = _group(CROSS, np.flatnonzero(cl == c), table, rows, dist)
-        if len(g.members) >= MIN_IMAGES and all(_overlap(g, f) < 0.5 for f in found):
-            out.append(g)
-    return out
+        if len(g.members) < MIN_IMAGES:
+            continue
+        twin = max(range(len(out)), key=lambda i: _overlap(g, out[i]), default=None)
+        if twin is None or _overlap(g, out[twin]) < 0.5:
+            new.append(g)
+        elif len(g.members) > len(out[twin].members):
+            out[twin] = _merge(g, out[twin], rows, CROSS)
+    return out + new
 
 
 def similarities(
