@@ -63,6 +63,8 @@ def test_a_fresh_servers_first_run_opens_the_page_its_address_names(page):
         open_app(page, url, path="audit")
         expect(page.locator("h1").filter(has_text="Audit").first).to_be_visible()
         assert urlsplit(page.url).path.rstrip("/").endswith("/audit")
+        # its pages-folder mode found the page (pages/5_audit.py): no "Page not found" over it
+        expect(page.get_by_text("Page not found")).to_have_count(0)
     finally:
         stop_app(proc)
 
