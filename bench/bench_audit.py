@@ -83,23 +83,31 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def audit(images: Path, masks: Path | None, out: Path, *args: str, ray: str | None = None) -> dict:
-    """One ``audit`` run, in this process (without expected masks when ``masks`` is None);
-    returns its audit.json."""
+@contextlib.contextmanager
+def ray_address(ray: str | None):
+    """``LIMECRAFT_RAY_ADDRESS`` set to ``ray`` (unset for None) while it lasts, then as it was;
+    stderr (the progress bar) kept out of the table."""
     old = os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
     if ray:
         os.environ["LIMECRAFT_RAY_ADDRESS"] = ray
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            code = cli(
-                ["audit", str(images), "--model", "demo",
-                 *(["--expected-masks", str(masks)] if masks is not None else []),
-                 "--out", str(out), "--quiet", *args]
-            )  # fmt: skip
+            yield
     finally:
         os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
         if old is not None:
             os.environ["LIMECRAFT_RAY_ADDRESS"] = old
+
+
+def audit(images: Path, masks: Path | None, out: Path, *args: str, ray: str | None = None) -> dict:
+    """One ``audit`` run, in this process (without expected masks when ``masks`` is None);
+    returns its audit.json."""
+    with ray_address(ray):
+        code = cli(
+            ["audit", str(images), "--model", "demo",
+             *(["--expected-masks", str(masks)] if masks is not None else []),
+             "--out", str(out), "--quiet", *args]
+        )  # fmt: skip
     if code != 0:
         raise SystemExit(f"the audit into {out} exited with {code}")
     return json.loads((out / "audit.json").read_text())
@@ -634,17 +642,9 @@ def real_ray(args: argparse.Namespace, work: Path) -> dict:
         for name, ray in (("local", None), (f"Ray Serve, {args.replicas} replicas", cluster.url)):
             out = work / ("ray-out-local" if ray is None else "ray-out-ray")
             shutil.rmtree(out, ignore_errors=True)
-            old = os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
-            if ray:
-                os.environ["LIMECRAFT_RAY_ADDRESS"] = ray
-            try:
-                with contextlib.redirect_stderr(io.StringIO()):
-                    code = cli(["audit", str(sub), "--out", str(out), "--model", args.real_model,
-                                "--quiet"])  # fmt: skip
-            finally:
-                os.environ.pop("LIMECRAFT_RAY_ADDRESS", None)
-                if old is not None:
-                    os.environ["LIMECRAFT_RAY_ADDRESS"] = old
+            with ray_address(ray):
+                code = cli(["audit", str(sub), "--out", str(out), "--model", args.real_model,
+                            "--quiet"])  # fmt: skip
             if code not in (0, 2):
                 raise SystemExit(f"the audit into {out} exited with {code}")
             doc = json.loads((out / "audit.json").read_text())

@@ -482,14 +482,39 @@ def uploader(page: Page, label: str):
     )
 
 
+def upload(
+    page: Page,
+    field,
+    files,
+    *,
+    new: Iterable[str] = (),
+    what: str = "",
+    retry_ms: float = 20_000,
+) -> None:
+    """Give the upload control's file input ``field`` ``files`` (a path or a list of paths) and
+    wait for the run the upload caused (and, as for :func:`rerun`, the reports named by
+    ``new``): :func:`start_upload`, then its wait."""
+    start_upload(page, field, files, new=new, what=what, retry_ms=retry_ms)()
+
+
 def start_upload(
-    page: Page, field, files, *, what: str = "", retry_ms: float = 20_000
+    page: Page,
+    field,
+    files,
+    *,
+    new: Iterable[str] = (),
+    what: str = "",
+    retry_ms: float = 20_000,
 ) -> Callable[..., None]:
     """:func:`start` for an upload: give the upload control's file input ``field`` ``files`` and
-    return the function that waits for the run it causes, so that the test can watch the page
-    while that run works. As in :func:`upload`, a file set while the control is still rendering
-    can be lost without a trace: when no request has gone out and the control lists none of the
-    files after ``retry_ms``, they are set once more."""
+    return the function that waits for the run it causes (and the reports named by ``new``), so
+    that the test can watch the page while that run works.
+
+    The control's button is waited for first. A file set on the input while the page is still
+    rendering the control can be lost without a trace: seen once under heavy load, when no
+    request at all went out within two minutes. So when nothing has been sent after
+    ``retry_ms`` and the control lists none of the files, they are set once more; once a request
+    has gone out, or a file shows, the wait goes on to its full length."""
     box = field.locator("xpath=ancestor::*[@data-testid='stFileUploader'][1]")
     expect(box.get_by_role("button").first).to_be_enabled()
     names = [os.path.basename(str(f)) for f in (files if isinstance(files, list) else [files])]
@@ -509,47 +534,6 @@ def start_upload(
         page.wait_for_timeout(100)
 
     def finished(timeout: float = T) -> None:
-        r.wait(mark, timeout_ms=timeout, what=what)
+        r.wait(mark, new=new, timeout_ms=timeout, what=what)
 
     return finished
-
-
-def upload(
-    page: Page,
-    field,
-    files,
-    *,
-    new: Iterable[str] = (),
-    what: str = "",
-    retry_ms: float = 20_000,
-) -> None:
-    """Give the upload control's file input ``field`` ``files`` (a path or a list of paths) and
-    wait for the run the upload caused (and, as for :func:`rerun`, the reports named by
-    ``new``).
-
-    The control's button is waited for first. A file set on the input while the page is still
-    rendering the control can be lost without a trace: seen once under heavy load, when no
-    request at all went out within two minutes. So when nothing has been sent after
-    ``retry_ms`` and the control lists none of the files, they are set once more; once a request
-    has gone out, or a file shows, the wait goes on to its full length."""
-    box = field.locator("xpath=ancestor::*[@data-testid='stFileUploader'][1]")
-    expect(box.get_by_role("button").first).to_be_enabled()
-    names = [os.path.basename(str(f)) for f in (files if isinstance(files, list) else [files])]
-    r = runs(page)
-    mark = r.seq
-    field.set_input_files(files)
-    try:
-        r.wait(mark, new=new, timeout_ms=retry_ms, what=what)
-        return
-    except AssertionError:
-        sent = any(seq > mark for seq, _ in r.sent)
-        listed = box.locator("[data-testid='stFileChipName']").filter(
-            has_text=re.compile("|".join(re.escape(n) for n in names))
-        )
-        if sent or listed.count() > 0:
-            r.wait(mark, new=new, timeout_ms=T, what=what)
-            return
-    r._note(f"no request {retry_ms / 1000:.0f} s after setting {names}: set again")
-    mark = r.seq
-    field.set_input_files(files)
-    r.wait(mark, new=new, timeout_ms=T, what=what)
