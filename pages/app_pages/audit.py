@@ -48,6 +48,15 @@ def current() -> tuple[str, Path] | None:
     return (aid, folder) if folder is not None else None
 
 
+def pick_mine(key: str, ids: list[str]) -> None:
+    """ "Your audits" changed: that audit becomes this session's. A value that is none of the
+    listed ids (an option's label that Streamlit could not match to this run's options) is not
+    taken for an id."""
+    picked = st.session_state.get(key)
+    if picked in ids:
+        audits.remember(picked)
+
+
 def settings_controls() -> lc.ExplainConfig:
     """The audit's settings: its regions (SLIC, about 40, unless changed), the sampling and the
     fill (inpaint, unless changed); the others are the defaults."""
@@ -513,9 +522,8 @@ if mine:
         index=list(names).index(here[0]) if here and here[0] in names else None,
         format_func=names.get,
         key=f"audit_pick_mine-{here[0] if here else ''}",
-        on_change=lambda k=f"audit_pick_mine-{here[0] if here else ''}": audits.remember(
-            st.session_state.get(k)
-        ),
+        on_change=pick_mine,
+        args=(f"audit_pick_mine-{here[0] if here else ''}", list(names)),
         placeholder="open one of your earlier audits",
     )
 if here is None:

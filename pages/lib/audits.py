@@ -207,19 +207,21 @@ def folder_of(aid: str | None, owner: str) -> Path | None:
 
 
 def mine(owner: str, most: int = 10) -> list[tuple[str, AppAudit, float]]:
-    """This account's audits, newest first: (id, what app.json says, when it last changed)."""
+    """This account's audits, the last changed first: (id, what app.json says, when it began:
+    its owner file's time, never written again, so a picker's label of it never changes)."""
     out = []
     for d in root().iterdir():
         app = read_app(d) if valid_id(d.name) else None
         if app is None or app.owner != owner:
             continue
         try:
-            stamp = max(p.stat().st_mtime for p in (d / APP_FILE, d / "audit.json") if p.exists())
+            began = (d / OWNER_FILE).stat().st_mtime
+            last = max(p.stat().st_mtime for p in (d / APP_FILE, d / "audit.json") if p.exists())
         except (OSError, ValueError):
             continue
-        out.append((d.name, app, stamp))
-    out.sort(key=lambda t: -t[2])
-    return out[:most]
+        out.append((last, d.name, app, began))
+    out.sort(key=lambda t: -t[0])
+    return [(aid, app, began) for _, aid, app, began in out[:most]]
 
 
 def remember(aid: str | None) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import time
 import zipfile
 from pathlib import Path
 
@@ -296,6 +298,41 @@ def test_a_finished_audit_opens_from_its_folder_and_cannot_take_another_owner(cl
     assert (folder / ".owner").read_text() == "local"  # the upload's own .owner was not used
     assert json.loads((folder / "app.json").read_text())["source"] == "opened"
     assert not (folder / "opened").exists()
+
+
+def test_an_audit_stays_open_when_its_files_change_in_another_minute(cli_audit):
+    """ "Your audits" names each audit with a time. That time was the audit's last change, so
+    scoring the truth or a prove phase a minute later changed the label of the option shown;
+    the selectbox then handed back the old label as if picked, the page took it for an audit id
+    and said "That audit is not here any more". Seen in the browser test under load; the label's
+    time is now when the audit began (and the page takes no value that is not a listed id)."""
+    files = [
+        ("out/" + p.relative_to(cli_audit).as_posix(), p.read_bytes(), "application/octet-stream")
+        for p in sorted(cli_audit.rglob("*"))
+        if p.is_file()
+    ]
+    at = audit_page()
+    at.segmented_control(key="audit_source").set_value("Open a finished audit").run()
+    at.file_uploader(key="audit_open_dir").set_value(files)
+    at.run()
+    button(at, "Open the audit").click().run()
+    aid = at.session_state["limecraft_session"].audit_id
+    folder = Path(at.session_state["limecraft_session"].audit_loaded[0][0])
+    mine = next(s for s in at.selectbox if s.label == "Your audits")
+    label = mine.format_func(aid)
+    assert mine.value == aid and label.startswith("out · ")
+    later = time.time() + 3 * 3600  # the truth scored hours later: audit.json changes
+    for name in ("audit.json", "app.json"):
+        os.utime(folder / name, (later, later))
+    at.run()
+    at.run()
+    assert not at.exception, at.exception
+    assert "not here any more" not in texts(at)
+    assert at.session_state["limecraft_session"].audit_id == aid
+    mine = next(s for s in at.selectbox if s.label == "Your audits")
+    # the browser holds the label it was shown and sends it back with the next rerun: it must
+    # still be this run's label of the audit
+    assert mine.value == aid and mine.format_func(aid) == label
 
 
 # ----------------------------------------------------------------------------- the pieces
