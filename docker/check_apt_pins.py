@@ -35,21 +35,25 @@ def pins(dockerfile: str) -> dict[str, tuple[str, str]]:
     return {pkg: (arg, defaults.get(arg, "")) for pkg, arg in found}
 
 
-def versions(index: str, wanted: set[str]) -> dict[str, set[str]]:
+def versions(index: str, wanted: set[str]) -> dict[str, list[str]]:
     """The versions of the ``wanted`` packages in a Debian ``Packages`` index's text."""
-    out: dict[str, set[str]] = {p: set() for p in wanted}
+    out: dict[str, list[str]] = {p: [] for p in wanted}
     for stanza in index.split("\n\n"):
         fields = dict(re.findall(r"^(Package|Version): (\S+)$", stanza, re.M))
-        if fields.get("Package") in wanted and "Version" in fields:
-            out[fields["Package"]].add(fields["Version"])
+        pkg = fields.get("Package")
+        if pkg in wanted and "Version" in fields and fields["Version"] not in out[pkg]:
+            out[pkg].append(fields["Version"])
     return out
 
 
-def check(pinned: dict[str, tuple[str, str]], available: dict[str, set[str]]) -> list[str]:
-    """One line per pin; a line that starts with ``gone`` for a version no suite has."""
+def check(pinned: dict[str, tuple[str, str]], available: dict[str, list[str]]) -> list[str]:
+    """One line per pin; a line that starts with ``gone`` for a version no suite has. Each
+    package's versions come in :data:`SUITES` order, so the last is the newest suite's (a
+    security update's, else a point release's): that is the one to pass. Debian's version order
+    is not the strings' (``~deb13u10`` comes after ``~deb13u5``), so the suites decide."""
     lines = []
     for pkg, (arg, version) in sorted(pinned.items()):
-        have = sorted(available.get(pkg, set()))
+        have = available.get(pkg, [])
         if version in have:
             lines.append(f"ok    {pkg}={version}")
         elif have:
@@ -79,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     status = 0
     for arch in args.arch or ["amd64", "arm64"]:
-        available: dict[str, set[str]] = {p: set() for p in pinned}
-        for archive, suite in SUITES:
+        available: dict[str, list[str]] = {p: [] for p in pinned}
+        for archive, suite in SUITES:  # oldest suite first: the newest version comes last
             for pkg, vs in versions(fetch_index(archive, suite, arch), set(pinned)).items():
-                available[pkg] |= vs
+                available[pkg] += [v for v in vs if v not in available[pkg]]
         print(f"{arch}:")
         for line in check(pinned, available):
             print("  " + line)

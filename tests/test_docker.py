@@ -98,6 +98,12 @@ def test_the_apt_pins_are_read_and_a_gone_version_names_the_build_arg():
     assert got[1].startswith(f"gone  libglib2.0-0t64={glib}: the archive has 9.9-1~deb13u9")
     assert got[1].endswith(f"--build-arg {glib_arg}=9.9-1~deb13u9 (and update the default)")
     assert gl_arg == "LIBGL_VERSION"
+    # the suites in order (trixie, then its security suite): the newest suite's version is the
+    # one to pass, though "~deb13u10" sorts before "~deb13u9" as strings
+    available = {"libgl1": [gl], "libglib2.0-0t64": ["9.9-1~deb13u9", "9.9-1~deb13u10"]}
+    assert check_apt_pins.check(pinned, available)[1].endswith(
+        f"--build-arg {glib_arg}=9.9-1~deb13u10 (and update the default)"
+    )
 
 
 def test_follows_streamlits_template(dockerfile):
