@@ -77,12 +77,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dockerfile", default=str(ROOT / "Dockerfile"))
     ap.add_argument("--arch", action="append", help="amd64 and arm64 unless given")
     args = ap.parse_args(argv)
-    pinned = pins(Path(args.dockerfile).read_text())
+    try:
+        pinned = pins(Path(args.dockerfile).read_text())
+    except OSError as e:
+        print(f"cannot read the Dockerfile: {e}; give its path with --dockerfile", file=sys.stderr)
+        return 2
     if not pinned:
         print("no apt pins in", args.dockerfile)
         return 0
+    try:
+        return _check_all(pinned, args.arch or ["amd64", "arm64"])
+    except (OSError, lzma.LZMAError) as e:  # URLError is an OSError
+        print(f"cannot read Debian's package indexes from {MIRROR} ({e}); run this where the "
+              "archive is reachable", file=sys.stderr)  # fmt: skip
+        return 2
+
+
+def _check_all(pinned: dict[str, tuple[str, str]], archs: list[str]) -> int:
     status = 0
-    for arch in args.arch or ["amd64", "arm64"]:
+    for arch in archs:
         available: dict[str, list[str]] = {p: [] for p in pinned}
         for archive, suite in SUITES:  # oldest suite first: the newest version comes last
             for pkg, vs in versions(fetch_index(archive, suite, arch), set(pinned)).items():

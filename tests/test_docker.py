@@ -106,6 +106,14 @@ def test_the_apt_pins_are_read_and_a_gone_version_names_the_build_arg():
     )
 
 
+def test_the_apt_pin_check_says_what_to_do_without_the_archive(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(check_apt_pins, "MIRROR", "http://127.0.0.1:9")  # nothing listens
+    assert check_apt_pins.main(["--arch", "amd64"]) == 2
+    assert "run this where the archive is reachable" in capsys.readouterr().err
+    assert check_apt_pins.main(["--dockerfile", str(tmp_path / "none")]) == 2
+    assert "give its path with --dockerfile" in capsys.readouterr().err
+
+
 def test_follows_streamlits_template(dockerfile):
     assert re.fullmatch(r"python:3\.1[0-9]-slim", dockerfile.baseimage)
     assert instructions(dockerfile, "WORKDIR") == ["/app"]
