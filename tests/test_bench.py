@@ -348,6 +348,22 @@ def test_audit_bench_real_case_audits_a_watermarked_half_and_its_clean_half(tmp_
     assert all(x["findings"] == len(x["all"]) and x["run"]["explained"] > 0 for x in runs.values())
     md = (tmp_path / "out" / "audit_real.md").read_text()
     assert "| null (clean half) |" in md and md in capsys.readouterr().out
+    assert set(runs["default"]["changed_misses"]["counts"]) == {
+        "listed", "described, not grouped", "pushes against the class", "weak",
+        "no region on the watermark",
+    }  # fmt: skip
+    # bench/audit_regroup.py on the same audit folders: the three views of each, no model pass
+    work = tmp_path / "work"
+    _bench_main(
+        "audit_regroup", str(work / "out-propose"), str(work / "out-null"),
+        "--truth", str(work / "truth.json"),
+    )  # fmt: skip
+    said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(said) == {"out-propose", "out-null"}
+    assert all(
+        set(v) == {"as saved", "described again", "with proposals of either sign"}
+        for v in said.values()
+    )
 
 
 def test_audit_bench_scores_a_finding_against_the_watermark_box():

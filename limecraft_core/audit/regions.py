@@ -151,7 +151,7 @@ def key_pixels(px: np.ndarray) -> np.ndarray:
 
 
 def describe_regions(
-    image: np.ndarray, ex: Explanation, k: int = TOP_REGIONS
+    image: np.ndarray, ex: Explanation, k: int = TOP_REGIONS, *, proposals: bool = False
 ) -> tuple[RegionDescriptor, ...]:
     """The ``k`` regions with the largest positive weight for the predicted class, described.
 
@@ -160,6 +160,9 @@ def describe_regions(
     image : (H, W, 3) uint8 ndarray, the image explained (the explanation's size)
     ex : Explanation of it
     k : int, at most this many regions (those under ``MIN_SHARE`` of the |weight| are left out)
+    proposals : bool, also every region a proposer made (origin ``proposed:...``) that holds at
+        least ``MIN_SHARE`` of the |weight|, whatever its rank and sign, after the others (off
+        in the audit; ``bench/audit_regroup.py`` measures what it would change)
 
     Returns
     -------
@@ -174,31 +177,39 @@ def describe_regions(
     lab = rgb2lab(np.asarray(image, np.uint8)[..., :3])
     gy, gx = np.gradient(lab[..., 0] / 100.0)
     grad = np.hypot(gy, gx)
-    out = []
+    chosen = []
     for r in np.argsort(-w, kind="stable")[:k]:
-        r = int(r)
         if w[r] <= 0 or abs(w[r]) / total < MIN_SHARE:
             break
-        region = ex.segments == r
-        px = lab[region]
-        key = key_pixels(px)
-        g = grad[region]
-        out.append(
-            RegionDescriptor(
-                region=r,
-                name=str(ex.region_names[r]),
-                weight=_r(w[r]),
-                share=_r(abs(w[r]) / total),
-                delta=_r(float(ex.deltas[0, r])),
-                area=_r(region.mean()),
-                box=tuple(_r(v) for v in _box(region)),  # type: ignore[arg-type]
-                mask=pack_mask(grid_mask(region)),
-                lab_mean=tuple(_r(v) for v in px.mean(axis=0)),  # type: ignore[arg-type]
-                lab_std=tuple(_r(v) for v in px.std(axis=0)),  # type: ignore[arg-type]
-                key_lab=tuple(_r(v) for v in key.mean(axis=0)),  # type: ignore[arg-type]
-                key_lab_std=tuple(_r(v) for v in key.std(axis=0)),  # type: ignore[arg-type]
-                grad_mean=_r(g.mean()),
-                grad_std=_r(g.std()),
-            )
-        )
-    return tuple(out)
+        chosen.append(int(r))
+    if proposals:
+        chosen += [
+            r for r, o in enumerate(ex.region_origins)
+            if o.startswith("proposed") and r not in chosen and abs(w[r]) / total >= MIN_SHARE
+        ]  # fmt: skip
+    return tuple(_describe(r, ex, w, total, lab, grad) for r in chosen)
+
+
+def _describe(
+    r: int, ex: Explanation, w: np.ndarray, total: float, lab: np.ndarray, grad: np.ndarray
+) -> RegionDescriptor:
+    region = ex.segments == r
+    px = lab[region]
+    key = key_pixels(px)
+    g = grad[region]
+    return RegionDescriptor(
+        region=r,
+        name=str(ex.region_names[r]),
+        weight=_r(w[r]),
+        share=_r(abs(w[r]) / total),
+        delta=_r(float(ex.deltas[0, r])),
+        area=_r(region.mean()),
+        box=tuple(_r(v) for v in _box(region)),  # type: ignore[arg-type]
+        mask=pack_mask(grid_mask(region)),
+        lab_mean=tuple(_r(v) for v in px.mean(axis=0)),  # type: ignore[arg-type]
+        lab_std=tuple(_r(v) for v in px.std(axis=0)),  # type: ignore[arg-type]
+        key_lab=tuple(_r(v) for v in key.mean(axis=0)),  # type: ignore[arg-type]
+        key_lab_std=tuple(_r(v) for v in key.std(axis=0)),  # type: ignore[arg-type]
+        grad_mean=_r(g.mean()),
+        grad_std=_r(g.std()),
+    )

@@ -20,7 +20,14 @@ from limecraft_core.audit import (
     run_audit,
 )
 from limecraft_core.audit.grouping import group_regions, view_distances
-from limecraft_core.audit.regions import REGION_GRID, grid_mask, pack_mask, unpack_mask
+from limecraft_core.audit.regions import (
+    MIN_SHARE,
+    REGION_GRID,
+    describe_regions,
+    grid_mask,
+    pack_mask,
+    unpack_mask,
+)
 
 SIZE, CELL, N = 48, 8, 20  # 20 images of 6 x 6 cells of 8 px
 CELLS = (SIZE // CELL) ** 2
@@ -180,6 +187,41 @@ def test_views_and_masks():
     tiny = np.zeros((100, 100), bool)
     tiny[50, 50] = True
     assert grid_mask(tiny).sum() == 1  # a small region is never lost
+
+
+class RedNotBlue(torch.nn.Module):
+    """Class 0: red minus blue; class 1: nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        red, blue = x[:, 0].mean(dim=(1, 2)), x[:, 2].mean(dim=(1, 2))
+        return torch.stack([10 * (red - blue), torch.zeros_like(red)], 1)
+
+
+def test_a_proposal_against_the_class_is_described_only_when_asked():
+    """describe_regions(..., proposals=True): a proposed region that holds its share of the
+    |weight| is described whatever its sign (here a blue patch that lowers the class), after
+    the strongest regions; by default only regions that push the class are."""
+    from limecraft_core import explain
+
+    image = np.full((SIZE, SIZE, 3), 128, np.uint8)
+    red, blue = np.zeros((SIZE, SIZE), bool), np.zeros((SIZE, SIZE), bool)
+    red[4:20, 4:20], blue[28:44, 28:44] = True, True
+    image[red], image[blue] = (230, 20, 20), (20, 20, 230)
+    clf = Classifier(RedNotBlue(), labels=["red", "none"], device="cpu")
+    ex = explain(
+        image, clf, regions_mask=[red, blue], region_origins=["drawn", "proposed:text"],
+        samples=200, segmentation="grid", n_segments=4, fill="gray", target=0,
+    )  # fmt: skip
+    assert ex.weights[0] > 0 > ex.weights[1]
+    plain = describe_regions(image, ex)
+    asked = describe_regions(image, ex, proposals=True)
+    assert 1 not in [d.region for d in plain] and [d.region for d in asked][: len(plain)] == [
+        d.region for d in plain
+    ]
+    blue_d = next(d for d in asked if d.region == 1)
+    assert blue_d.weight < 0 and blue_d.share >= MIN_SHARE and blue_d.name == ex.region_names[1]
+    assert _iou(unpack_mask(blue_d.mask), grid_mask(blue)) == 1.0
+    assert all(d.weight > 0 for d in asked if ex.region_origins[d.region] != "proposed:text")
 
 
 def test_with_expected_masks_the_outside_flag_is_a_finding_too():
