@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import ARTIFACTS
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -353,10 +354,35 @@ def enter(page: Page, box, value: object, key: str = "Enter", *, shown: bool = T
         expect(box).to_have_value(str(value))
 
 
-def click(page: Page, locator, *, timeout: float = T, new: Iterable[str] = ()) -> None:
+def click(
+    page: Page, locator, *, timeout: float = T, new: Iterable[str] = (), retry_ms: float = 20_000
+) -> None:
     """Click something that reruns the script (a button, a link, a radio option), and wait
-    for that run."""
-    rerun(page, locator.click, new=new, timeout=timeout, what=f"clicking {locator}")
+    for that run.
+
+    A click can be lost without a trace, as a file set on an upload control can
+    (:func:`start_upload`): seen once under heavy load, "Score the findings" clicked just after
+    the run that drew it, and no request went out within 120 s. Streamlit sends its request as
+    the click is handled, so when nothing has been sent after ``retry_ms`` and the element is
+    still there and enabled, it is clicked once more; once a request has gone out, the wait
+    goes on to its full length."""
+    r = runs(page)
+    mark = r.seq
+    locator.click()
+    deadline = time.monotonic() + retry_ms / 1000
+    while not any(seq > mark for seq, _ in r.sent):
+        if time.monotonic() > deadline:
+            try:
+                again = locator.is_visible() and locator.is_enabled()
+            except PlaywrightError:  # gone, or now several: not the same element
+                again = False
+            if again:
+                r._note(f"no request {retry_ms / 1000:.0f} s after clicking: click again")
+                mark = r.seq
+                locator.click()
+            break
+        page.wait_for_timeout(100)
+    r.wait(mark, new=new, timeout_ms=timeout, what=f"clicking {locator}")
 
 
 def images_loaded(page: Page) -> None:
