@@ -207,15 +207,14 @@ def folder_of(aid: str | None, owner: str) -> Path | None:
 
 
 def mine(owner: str, most: int = 10) -> list[tuple[str, AppAudit, float]]:
-    """This account's audits, the last changed first: (id, what app.json says, when it began:
-    its owner file's time, never written again, so a picker's label of it never changes)."""
+    """This account's audits, the last changed first: (id, its app.json record, its start)."""
     out = []
     for d in root().iterdir():
         app = read_app(d) if valid_id(d.name) else None
         if app is None or app.owner != owner:
             continue
         try:
-            began = (d / OWNER_FILE).stat().st_mtime
+            began = (d / OWNER_FILE).stat().st_mtime  # never rewritten: a label that stays
             last = max(p.stat().st_mtime for p in (d / APP_FILE, d / "audit.json") if p.exists())
         except (OSError, ValueError):
             continue
@@ -571,8 +570,7 @@ def paste_from(folder: Path, audit: LoadedAudit, app: AppAudit | None, finding: 
     f = audit.findings.discovered[finding]
     rid = open_image(folder, audit, app, f.medoid, finding)
     # after adopt: a new analysis clears its widgets' state (state._ANALYSIS_WIDGETS)
-    st.session_state["edit_region"] = rid
-    st.session_state["edit_follow"] = target_class(audit, f)
+    st.session_state.update(edit_region=rid, edit_follow=target_class(audit, f))
 
 
 def truth_template(audit: LoadedAudit) -> str:
