@@ -354,6 +354,35 @@ def enter(page: Page, box, value: object, key: str = "Enter", *, shown: bool = T
         expect(box).to_have_value(str(value))
 
 
+def once_more_if_lost(
+    page: Page,
+    act: Callable[[], Any],
+    *,
+    what: str,
+    landed: Callable[[], bool] = lambda: False,
+    again: Callable[[], bool] = lambda: True,
+    retry_ms: float = 20_000,
+) -> int:
+    """Do ``act`` (a click, a file set on an upload control) and return the runs' mark to wait
+    from. Either can be lost without a trace while the page is still drawing the element; the
+    browser sends its request as the act is handled, so when no request has gone out after
+    ``retry_ms`` and the act has not ``landed()`` otherwise (a file shown on the control), it is
+    done once more if ``again()`` (the element still there), and the mark is from then."""
+    r = runs(page)
+    mark = r.seq
+    act()
+    deadline = time.monotonic() + retry_ms / 1000
+    while not (any(seq > mark for seq, _ in r.sent) or landed()):
+        if time.monotonic() > deadline:
+            if again():
+                r._note(f"no request {retry_ms / 1000:.0f} s after {what}: once more")
+                mark = r.seq
+                act()
+            break
+        page.wait_for_timeout(100)
+    return mark
+
+
 def click(
     page: Page, locator, *, timeout: float = T, new: Iterable[str] = (), retry_ms: float = 20_000
 ) -> None:
@@ -366,23 +395,17 @@ def click(
     the click is handled, so when nothing has been sent after ``retry_ms`` and the element is
     still there and enabled, it is clicked once more; once a request has gone out, the wait
     goes on to its full length."""
-    r = runs(page)
-    mark = r.seq
-    locator.click()
-    deadline = time.monotonic() + retry_ms / 1000
-    while not any(seq > mark for seq, _ in r.sent):
-        if time.monotonic() > deadline:
-            try:
-                again = locator.is_visible() and locator.is_enabled()
-            except PlaywrightError:  # gone, or now several: not the same element
-                again = False
-            if again:
-                r._note(f"no request {retry_ms / 1000:.0f} s after clicking: click again")
-                mark = r.seq
-                locator.click()
-            break
-        page.wait_for_timeout(100)
-    r.wait(mark, new=new, timeout_ms=timeout, what=f"clicking {locator}")
+
+    def still_there() -> bool:
+        try:
+            return locator.is_visible() and locator.is_enabled()
+        except PlaywrightError:  # gone, or now several: not the same element
+            return False
+
+    mark = once_more_if_lost(
+        page, locator.click, what="clicking", again=still_there, retry_ms=retry_ms
+    )
+    runs(page).wait(mark, new=new, timeout_ms=timeout, what=f"clicking {locator}")
 
 
 def images_loaded(page: Page) -> None:
@@ -547,19 +570,12 @@ def start_upload(
     listed = box.locator("[data-testid='stFileChipName']").filter(
         has_text=re.compile("|".join(re.escape(n) for n in names))
     )
-    r = runs(page)
-    mark = r.seq
-    field.set_input_files(files)
-    deadline = time.monotonic() + retry_ms / 1000
-    while not (any(seq > mark for seq, _ in r.sent) or listed.count() > 0):
-        if time.monotonic() > deadline:
-            r._note(f"no request {retry_ms / 1000:.0f} s after setting {names}: set again")
-            mark = r.seq
-            field.set_input_files(files)
-            break
-        page.wait_for_timeout(100)
+    mark = once_more_if_lost(
+        page, lambda: field.set_input_files(files), what=f"setting {names}",
+        landed=lambda: listed.count() > 0, retry_ms=retry_ms,
+    )  # fmt: skip
 
     def finished(timeout: float = T) -> None:
-        r.wait(mark, new=new, timeout_ms=timeout, what=what)
+        runs(page).wait(mark, new=new, timeout_ms=timeout, what=what)
 
     return finished
