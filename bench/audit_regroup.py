@@ -33,12 +33,11 @@ import sys
 from limecraft_core.audit.grouping import group_regions
 from limecraft_core.audit.regions import describe_regions
 from limecraft_core.audit.rows import AuditRow
-from limecraft_core.io.audit_folder import load_audit
+from limecraft_core.io.audit_folder import LoadedAudit, load_audit
 
 
-def redescribed(folder: Path, proposals: bool) -> list[AuditRow]:
+def redescribed(audit: LoadedAudit, proposals: bool) -> list[AuditRow]:
     """The audit's finished rows described again from their saved image and explanation."""
-    audit = load_audit(folder)
     return [
         dataclasses.replace(
             r,
@@ -73,11 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     changed = sum(t["marked"] and t["top1_clean"] != t["top1_marked"] for t in truth.values())
     result = {}
     for folder in args.audits:
+        audit = load_audit(folder)
         result[folder.name] = {
-            "as saved": groups(list(load_audit(folder).rows), truth),
+            "as saved": groups(list(audit.rows), truth),
             # described again as the audit does today (rows of an older engine may differ)
-            "described again": groups(redescribed(folder, False), truth),
-            "with proposals of either sign": groups(redescribed(folder, True), truth),
+            "described again": groups(redescribed(audit, False), truth),
+            "with proposals of either sign": groups(redescribed(audit, True), truth),
         }
         for name, found in result[folder.name].items():
             print(f"{folder.name}, {name}: {len(found)} group(s) shown")

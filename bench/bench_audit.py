@@ -580,21 +580,21 @@ def real_case(args: argparse.Namespace) -> dict:
             "overall": overall_rate(out, doc), "bench_seconds": round(time.perf_counter() - t, 1),
         }  # fmt: skip
         if folder != clean:
-            result["runs"][name]["changed_misses"] = changed_misses(out, doc, truth)
+            rank = result["runs"][name]["nearest_watermark_rank"]
+            result["runs"][name]["changed_misses"] = changed_misses(out, doc, truth, rank)
         print(name, json.dumps({k: v for k, v in result["runs"][name].items()
                                 if k not in ("all", "changed_misses")}), flush=True)  # fmt: skip
     return result
 
 
-def changed_misses(out: Path, doc: dict, truth: dict) -> dict:
+def changed_misses(out: Path, doc: dict, truth: dict, nearest: int | None) -> dict:
     """Why each photo the watermark changed is listed or not (bench/audit_misses.py), against
-    the finding nearest the watermark."""
+    the finding nearest the watermark (its rank from :func:`score_run`, None for none)."""
     from audit_misses import misses
 
-    runs = score_run(doc, truth["files"], truth["box"], truth["size"])
     listed: set[str] = set()
-    if runs["nearest_watermark_rank"] is not None:
-        f = doc["findings"]["discovered"][runs["nearest_watermark_rank"] - 1]
+    if nearest is not None:
+        f = doc["findings"]["discovered"][nearest - 1]
         by_key = {r["key"]: r["file"] for r in doc["rows"]}
         listed = {by_key[r["key"]] for r in f["regions"]}
     return misses(out, doc, truth["files"], truth["box"], listed, truth["size"])
