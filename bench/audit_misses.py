@@ -5,7 +5,8 @@ The audit lists a photo in a finding only through the few strong regions its row
 whose top-1 the watermark changed, this reads the audit folder's saved explanation (its regions,
 their weights and the label map; no model pass) and names the first reason that applies:
 
-- ``listed``: the finding nearest the watermark lists it;
+- ``listed``: the finding nearest the watermark lists it among its strong images (its group);
+- ``carried``: the finding lists it as a carrier (the same region, not among the strongest);
 - ``described, not grouped``: a region its row describes lies on the watermark, and the grouping
   left it out of that finding;
 - ``pushes against the class``: the region on the watermark has a negative weight for the
@@ -38,6 +39,7 @@ from limecraft_core.audit.regions import REGION_GRID, grid_mask, unpack_mask
 
 REASONS = (
     "listed",
+    "carried",
     "described, not grouped",
     "pushes against the class",
     "weak",
@@ -45,7 +47,7 @@ REASONS = (
 )
 
 
-def reason(folder: Path, box: np.ndarray, listed: bool) -> tuple[str, dict]:
+def reason(folder: Path, box: np.ndarray, listed: bool, carried: bool = False) -> tuple[str, dict]:
     """The reason for one photo (its folder in the audit's ``images/``), and the facts behind it:
     the best-overlapping region's IoU, weight, rank by weight and share of the |weight|."""
     ex = json.loads((folder / "explanation.json").read_text())
@@ -63,6 +65,8 @@ def reason(folder: Path, box: np.ndarray, listed: bool) -> tuple[str, dict]:
     )
     if listed:
         return "listed", facts
+    if carried:
+        return "carried", facts
     if described:
         return "described, not grouped", facts
     if best_iou < IOU_FOUND:
@@ -72,10 +76,14 @@ def reason(folder: Path, box: np.ndarray, listed: bool) -> tuple[str, dict]:
     return "weak", facts
 
 
-def misses(out: Path, doc: dict, truth: dict, box_cells: list, listed: set[str], size: int) -> dict:
+def misses(
+    out: Path, doc: dict, truth: dict, box_cells: list, listed: set[str], size: int,
+    carried: set[str] = frozenset(),
+) -> dict:  # fmt: skip
     """The counts of :data:`REASONS` over the photos whose top-1 the watermark changed, and each
     photo's reason with its facts. ``listed``: the files the finding nearest the watermark
-    lists; ``size``: the photos' side (the box's cells are in its pixels)."""
+    lists among its strong images, ``carried`` its carriers; ``size``: the photos' side (the
+    box's cells are in its pixels)."""
     box = np.zeros((size, size), bool)
     box[tuple(np.asarray(box_cells).T)] = True
     key_of = {r["file"]: r["key"] for r in doc["rows"] if r.get("status") == "ok"}
@@ -83,7 +91,7 @@ def misses(out: Path, doc: dict, truth: dict, box_cells: list, listed: set[str],
     for name, t in sorted(truth.items()):
         if not t["marked"] or t["top1_clean"] == t["top1_marked"] or name not in key_of:
             continue
-        why, facts = reason(out / "images" / key_of[name], box, name in listed)
+        why, facts = reason(out / "images" / key_of[name], box, name in listed, name in carried)
         per[name] = {"reason": why, **facts}
     counts = {r: sum(p["reason"] == r for p in per.values()) for r in REASONS}
     return {"changed": len(per), "counts": counts, "images": per}

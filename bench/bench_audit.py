@@ -154,8 +154,12 @@ def on_tag(doc: dict, data: Path, labels: dict) -> dict[str, bool]:
     for f in doc["findings"].get("discovered") or []:
         if not (f.get("intervention") or {}).get("confirmed"):
             continue
-        for x in f["regions"]:
-            desc = next(d for d in rows[x["key"]]["regions"] if d["region"] == x["region"])
+        for x in [*f["regions"], *(f.get("carriers") or [])]:
+            row = rows[x["key"]]
+            desc = next(
+                d for d in [*row["regions"], *(row.get("proposed") or [])]
+                if d["region"] == x["region"]
+            )  # fmt: skip
             tag = grid_mask(read_image(data / labels[x["key"]]["tag_mask"])[..., 0] > 127)
             hit = (unpack_mask(desc["mask"]) & tag).sum() >= 0.5 * tag.sum() > 0
             out[x["key"]] = out.get(x["key"], False) or bool(hit)
@@ -171,13 +175,16 @@ def score_discovery(doc: dict, labels: dict, data: Path | None = None) -> dict:
     truth = follows_tag(doc, labels)
     found = doc["findings"].get("discovered") or []
     confirmed = [f for f in found if (f.get("intervention") or {}).get("confirmed")]
-    listed = {x["key"] for f in confirmed for x in f["regions"]}
+    strong = {x["key"] for f in confirmed for x in f["regions"]}
+    # what a finding lists: its images and its carriers (the same region, not among the strongest)
+    listed = strong | {x["key"] for f in confirmed for x in f.get("carriers") or []}
     tp = len(truth & listed)
     tags = on_tag(doc, data, labels) if data is not None else {}
     return {
         "findings": len(found),
         "confirmed": len(confirmed),
         "listed": len(listed),
+        "listed_strong": len(strong),
         "precision": tp / len(listed) if listed else float("nan"),
         "recall": tp / len(truth) if truth else float("nan"),
         "precision_on_tag": sum(tags.values()) / len(listed) if listed and tags else None,
@@ -459,6 +466,7 @@ def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, siz
     box = box_on_grid(box_cells, size, grid)
     iou = float((mask & box).sum() / max((mask | box).sum(), 1))
     listed = {files_by_key[r["key"]] for r in f["regions"]}
+    carried = listed | {files_by_key[r["key"]] for r in f.get("carriers") or []}
     marked = {k for k, t in truth.items() if t["marked"]}
     changed = {k for k in marked if truth[k]["top1_clean"] != truth[k]["top1_marked"]}
     member = [(files_by_key[k], v) for k, v in f["membership"].items()]
@@ -472,6 +480,11 @@ def score_finding(f: dict, truth: dict, box_cells: list, files_by_key: dict, siz
         "precision": round(len(listed & marked) / len(listed), 3) if listed else None,
         "recall_changed": round(len(listed & changed) / len(changed), 3) if changed else None,
         "changed_listed": len(listed & changed), "changed": len(changed),
+        "carried": len(carried),
+        "carried_precision": round(len(carried & marked) / len(carried), 3) if carried else None,
+        "carried_recall_changed": round(len(carried & changed) / len(changed), 3)
+        if changed else None,
+        "changed_carried": len(carried & changed),
         "auroc": round(float(roc_auc_score(y, s)), 3) if both else None,
         "ap": round(float(average_precision_score(y, s)), 3) if both else None,
         "auroc_changed": round(float(roc_auc_score(yc, s)), 3) if 0 < sum(yc) < len(yc) else None,
@@ -523,7 +536,7 @@ def score_run(doc: dict, truth: dict, box_cells: list, size: int = 224) -> dict:
     return {
         "images": len(doc["rows"]),
         "errors": sum(r.get("status") != "ok" for r in doc["rows"]),
-        "headline_sentence": doc["findings"]["sentences"][0],
+        "headline_sentence": doc["findings"].get("headline") or doc["findings"]["sentences"][0],
         "findings": len(found),
         "headline": found[0] if found else None,
         "headline_is_watermark": bool(found) and found[0]["mask_iou"] >= WATERMARK_IOU,
@@ -593,11 +606,13 @@ def changed_misses(out: Path, doc: dict, truth: dict, nearest: int | None) -> di
     from audit_misses import misses
 
     listed: set[str] = set()
+    carried: set[str] = set()
     if nearest is not None:
         f = doc["findings"]["discovered"][nearest - 1]
         by_key = {r["key"]: r["file"] for r in doc["rows"]}
         listed = {by_key[r["key"]] for r in f["regions"]}
-    return misses(out, doc, truth["files"], truth["box"], listed, truth["size"])
+        carried = {by_key[r["key"]] for r in f.get("carriers") or []}
+    return misses(out, doc, truth["files"], truth["box"], listed, truth["size"], carried)
 
 
 def add_real_arguments(ap: argparse.ArgumentParser) -> None:
@@ -688,15 +703,18 @@ def markdown_real(r: dict) -> str:
         "same with `--propose text`; the null is the clean half alone.",
         "",
         f"The headline *is the watermark* when its mask's IoU with the watermark's box (at the "
-        f"finding's grid) is at least {WATERMARK_IOU}. Precision: the share of the images it lists "
-        "that carry the watermark. Recall: of the watermarked images whose top-1 the watermark "
-        'changes, the share it lists. AUROC and AP: its membership scores against "carries the '
+        f"finding's grid) is at least {WATERMARK_IOU}. *Strong in*: the images where its region "
+        "is among the strongest for the predicted class (the group); *carried by*: those and the "
+        "images where the same region is present but not among the strongest (the finding's "
+        "carriers, what its list shows). Precision: the share of the images listed that carry "
+        "the watermark. Recall: of the watermarked images whose top-1 the watermark changes, "
+        'the share listed. AUROC and AP: its membership scores against "carries the '
         'watermark", over every explained image; AUROC (changed): the same scores against "the '
-        'watermark changes its top-1" (what an explanation of the predicted class can see).',
+        'watermark changes its top-1".',
         "",
-        "| audit | findings | finding | IoU | images | precision | recall (changed) | AUROC | AP "
-        "| AUROC (changed) | images/min |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| audit | findings | finding | IoU | strong in | precision | recall (changed) "
+        "| carried by | precision | recall (changed) | AUROC | AP | AUROC (changed) | images/min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, run in r["runs"].items():
         rate = run["overall"]["images_per_minute"] or "(kept from the default run)"
@@ -707,13 +725,17 @@ def markdown_real(r: dict) -> str:
             if f is None and label != "headline":
                 continue
             if f is None:
-                lines.append(f"| {name} | 0 | none | | | | | | | | {rate} |")
+                lines.append(f"| {name} | 0 | none | | | | | | | | | | | {rate} |")
                 continue
             lines.append(
                 f"| {name} | {run['findings']} | {label}: {f['kind']}, {f['risk']}, "
                 f"{', '.join(f['classes'])} | {f['mask_iou']:.2f} | {f['images']} | "
                 f"{_f(f['precision'])} | {f['changed_listed']}/{f['changed']} "
-                f"({_f(f['recall_changed'])}) | {_f(f['auroc'])} | {_f(f['ap'])} | "
+                f"({_f(f['recall_changed'])}) | {f.get('carried', f['images'])} | "
+                f"{_f(f.get('carried_precision', f['precision']))} | "
+                f"{f.get('changed_carried', f['changed_listed'])}/{f['changed']} "
+                f"({_f(f.get('carried_recall_changed', f['recall_changed']))}) | "
+                f"{_f(f['auroc'])} | {_f(f['ap'])} | "
                 f"{_f(f.get('auroc_changed'))} | {rate} |"
             )
     if r.get("ray"):

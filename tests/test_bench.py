@@ -349,7 +349,7 @@ def test_audit_bench_real_case_audits_a_watermarked_half_and_its_clean_half(tmp_
     md = (tmp_path / "out" / "audit_real.md").read_text()
     assert "| null (clean half) |" in md and md in capsys.readouterr().out
     assert set(runs["default"]["changed_misses"]["counts"]) == {
-        "listed", "described, not grouped", "pushes against the class", "weak",
+        "listed", "carried", "described, not grouped", "pushes against the class", "weak",
         "no region on the watermark",
     }  # fmt: skip
     # bench/audit_regroup.py on the same audit folders: the three views of each, no model pass
@@ -442,14 +442,15 @@ def test_audit_misses_names_why_a_changed_photo_is_not_listed(tmp_path):
         m = importlib.import_module("audit_misses")
         cases = [
             (folder("a", 0.4, True), True, "listed"),
+            (folder("f", -0.2, False), "carried", "carried"),
             (folder("b", 0.4, True), False, "described, not grouped"),
             (folder("c", -0.2, False), False, "pushes against the class"),
             (folder("d", 0.01, False), False, "weak"),
             (folder("e", 0.4, False, on_mark=False), False, "no region on the watermark"),
         ]
-        got = [m.reason(d, box, listed) for d, listed, _ in cases]
+        got = [m.reason(d, box, how is True, how == "carried") for d, how, _ in cases]
     assert [why for why, _ in got] == [want for *_, want in cases]
-    assert got[2][1]["weight"] == -0.2 and got[2][1]["rank"] == 1 and got[2][1]["iou"] == 1.0
+    assert got[3][1]["weight"] == -0.2 and got[3][1]["rank"] == 1 and got[3][1]["iou"] == 1.0
     assert set(m.REASONS) == {want for *_, want in cases}
 
 

@@ -52,7 +52,7 @@ from .findings import (
 from .findings_doc import findings_from_dict
 from .proof import REMOVAL_MARGIN, Intervention, Proof, prove
 from .proving import CLEAN_IMAGES, PROVE_TOP, prove_findings, scorer_predict
-from .regions import REGION_GRID, RegionDescriptor, describe_regions
+from .regions import REGION_GRID, RegionDescriptor, describe_proposed, describe_regions
 from .rows import (
     DEPENDENCE,
     FLAG_TEXT,
@@ -90,6 +90,7 @@ __all__ = [
     "TruthScore",
     "audit_config",
     "audit_row",
+    "describe_proposed",
     "describe_regions",
     "discover",
     "error_row",

@@ -44,8 +44,8 @@ from .grouping import (
     MIN_IMAGES,
     MIN_PREVALENCE,
     PLACE_DISTANCE,
+    find_carriers,
     group_regions,
-    similarities,
     view_distances,
 )
 from .proof import Intervention
@@ -118,10 +118,14 @@ class Finding:
     risk : str, one of :data:`RISKS`
     score : float, coverage x weight_share
     membership : tuple of (image key, float in [0, 1]), every explained image's likeness to the
-        medoid's region (threshold-free: rank the images by it)
+        medoid's region, its strong regions and its others (``AuditRow.proposed``) alike
+        (threshold-free: rank the images by it)
     intervention : Intervention or None, its removal and insertion against the null (None: not
         proved; the sentence says why when it could not be)
     truth : TruthScore or None, its membership against the analyst's truth (``--truth``)
+    carriers : tuple of (image key, region id), the images that hold its region: its own and
+        those where an alike region is not among the strongest (:func:`~.grouping.find_carriers`;
+        empty in files written before carriers were kept)
     """
 
     kind: str
@@ -141,6 +145,7 @@ class Finding:
     membership: tuple[tuple[str, float], ...]
     intervention: Intervention | None = None
     truth: TruthScore | None = None
+    carriers: tuple[tuple[str, int], ...] = ()
 
     @property
     def confirmed(self) -> bool:
@@ -154,6 +159,7 @@ class Finding:
             "classes": [{"label": c, "images": n, "share": round(s, 5)} for c, n, s in self.classes],
             "exemplars": list(self.exemplars), "indicators": list(self.indicators),
             "membership": {k: round(v, 5) for k, v in self.membership},
+            "carriers": [{"key": k, "region": r} for k, r in self.carriers],
             "intervention": None if self.intervention is None else self.intervention.to_dict(),
             "truth": None if self.truth is None else self.truth.to_dict(),
         }  # fmt: skip
@@ -328,13 +334,11 @@ def _finding(
     descs = [d for _, d in members]
     freq = np.mean([d.grid_mask() for d in descs], axis=0)
     mask = freq >= 0.5 if (freq >= 0.5).any() else medoid[1].grid_mask()
-    views = "place and look" if kind == "outside" else kind
-    sims = iter(similarities([d for r in ok for d in r.regions], medoid[1], views))
-    likeness = {r.key: max((float(next(sims)) for _ in r.regions), default=0.0) for r in ok}
+    indicators, main, in_class = _indicators(members, medoid[1], ok)
+    likeness, carriers = find_carriers(kind, members, medoid[1], ok, main)
     others = sorted(
         (r.key for r, _ in members if r.key != medoid[0].key), key=lambda k: -likeness[k]
     )
-    indicators, main, in_class = _indicators(members, medoid[1], ok)
     counts = Counter(r.label for r, _ in members).most_common()
     share = float(np.median([d.share for d in descs]))
     coverage = len(members) / len(ok)
@@ -349,6 +353,7 @@ def _finding(
         )
         + f"median {share:.0%} of the |weight|): risk {risk}"
         + (f" ({', '.join(indicators)})." if indicators else ".")
+        + _carried(len(carriers), len(members), len(ok))
     )
     return Finding(
         kind=kind, sentence=sentence, mask=mask,
@@ -357,8 +362,18 @@ def _finding(
         class_coverage=counts[0][1] / in_class, medoid=medoid[0].key,
         exemplars=(medoid[0].key, *others[: EXEMPLARS - 1]), weight_share=share,
         indicators=indicators, risk=risk, score=coverage * share,
-        membership=tuple(likeness.items()),
+        membership=tuple(likeness.items()), carriers=carriers,
     )  # fmt: skip
+
+
+def _carried(carriers: int, members: int, images: int) -> str:
+    if carriers <= members:
+        return ""
+    more = carriers - members
+    return (
+        f" The same region is in {_plural(more, 'more image')}, where it is not among the "
+        f"strongest ({carriers} of {images} in all)."
+    )
 
 
 def _pushes(main: str, n_main: int, in_class: int, n: int, images: int) -> str:

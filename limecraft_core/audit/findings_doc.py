@@ -1,4 +1,4 @@
-"""The ``findings`` block of ``audit.json`` read back through its schema (format version 3).
+"""The ``findings`` block of ``audit.json`` read back through its schema (format versions 3 and 4).
 
 :meth:`Findings.to_dict` writes it; :func:`findings_from_dict` checks every part (a file is
 untrusted) and rebuilds the :class:`~.findings.Findings`, its :class:`~.findings.Finding` values
@@ -111,6 +111,7 @@ class _Finding(_Part):
     membership: dict[str, _F]
     intervention: _Intervention | None = None
     truth: _Truth | None = None
+    carriers: list[_Region] = []
 
     def value(self) -> Finding:
         mask = np.zeros((REGION_GRID, REGION_GRID), bool)
@@ -127,6 +128,7 @@ class _Finding(_Part):
             membership=tuple(self.membership.items()),
             intervention=None if iv is None else Intervention(**iv.model_dump()),
             truth=None if tr is None else TruthScore(**tr.model_dump()),
+            carriers=tuple((r.key, r.region) for r in self.carriers),
         )  # fmt: skip
 
 

@@ -253,14 +253,100 @@ def _cross(
     return out + new
 
 
+def _cross_row(medoid: RegionDescriptor, descs: Sequence[RegionDescriptor]) -> np.ndarray:
+    """(n,) float ndarray: :func:`cross_distances` from ``medoid`` to each region (at most 1e6:
+    no text on either side is never alike)."""
+    from sklearn.metrics import pairwise_distances
+
+    place = pairwise_distances(
+        medoid.grid_mask().ravel()[None], np.stack([d.grid_mask().ravel() for d in descs]),
+        metric="jaccard",
+    )[0] / PLACE_DISTANCE  # fmt: skip
+    look = np.linalg.norm(np.stack([look_vector(d) for d in descs]) - look_vector(medoid), axis=1)
+    mine, text = _text(medoid), np.full(len(descs), np.inf)
+    for i, d in enumerate(descs):
+        theirs = _text(d)
+        if mine and theirs:
+            text[i] = (1.0 - len(mine & theirs) / min(len(mine), len(theirs))) / TEXT_DISTANCE
+    return np.minimum(np.maximum(place, np.minimum(look / LOOK_DISTANCE, text)), 1e6)
+
+
 def similarities(
     descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str
 ) -> np.ndarray:
-    """(n,) float ndarray in (0, 1]: how much each region is like a group's medoid in the group's
+    """(n,) float ndarray in [0, 1]: how much each region is like a group's medoid in the group's
     own view(s), ``exp(-distance)`` with the distance at 1 on the grouping threshold (no
-    threshold is applied)."""
+    threshold is applied): the mean of the views' distances, and for a ``CROSS`` group its own
+    distance (:func:`cross_distances`)."""
     if not descs:
         return np.zeros(0)
+    if kind == CROSS:
+        return np.exp(-_cross_row(medoid, descs))
     views = [v for v in VIEWS if v in kind]
     d = np.mean([view_distances([medoid, *descs], v)[0, 1:] for v in views], axis=0)
     return np.exp(-d)
+
+
+def carrier_distances(
+    descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str, other_class: np.ndarray
+) -> np.ndarray:
+    """(n,) float ndarray: each region's distance to a group's medoid by the rule that grouped
+    it, at most 1 for a region that *carries* the finding (the same region in an image where it
+    is not among the strongest, :func:`~.regions.describe_proposed`).
+
+    A ``CROSS`` group: :func:`cross_distances`, whatever the class. Any other: the largest of its
+    views' distances (both, for ``"place and look"``), plus ``CLASS_GAP`` where ``other_class``
+    (an (n,) bool ndarray: the region's image is predicted another class than the group's main
+    one), as in the grouping.
+    """
+    if not descs:
+        return np.zeros(0)
+    if kind == CROSS:
+        return _cross_row(medoid, descs)
+    views = [v for v in VIEWS if v in kind]
+    d = np.max([view_distances([medoid, *descs], v)[0, 1:] for v in views], axis=0)
+    return d + CLASS_GAP * np.asarray(other_class, bool)
+
+
+#: A region carries a finding when its :func:`carrier_distances` to the medoid is at most this
+#: (the grouping's own threshold).
+CARRIER_DISTANCE = 1.0
+
+
+def find_carriers(
+    kind: str, members: Sequence[tuple[AuditRow, RegionDescriptor]], medoid: RegionDescriptor,
+    ok: Sequence[AuditRow], main: str,
+) -> tuple[dict[str, float], tuple[tuple[str, int], ...]]:  # fmt: skip
+    """Every explained image's likeness to a finding, and the images that carry it.
+
+    Each ok row's regions, the strong ones and the others (``AuditRow.proposed``), are compared
+    with the medoid's: an image's likeness is the largest :func:`similarities` of its regions;
+    it *carries* the finding when it is a member, or when one of its regions lies within
+    ``CARRIER_DISTANCE`` of the medoid by :func:`carrier_distances` (its nearest one is named).
+    A finding of kind ``"outside"`` (expected masks) is carried by its members only.
+
+    Returns
+    -------
+    (likeness, carriers): ``{image key: float in [0, 1]}`` over ``ok``, and ``(image key,
+    region id)`` pairs in the rows' order, each member with its member region.
+    """
+    pairs = [(r, d) for r in ok for d in (*r.regions, *r.proposed)]
+    descs = [d for _, d in pairs]
+    views = "place and look" if kind == "outside" else kind
+    sims = similarities(descs, medoid, views)
+    likeness = {r.key: 0.0 for r in ok}
+    for (r, _), s in zip(pairs, sims, strict=True):
+        likeness[r.key] = max(likeness[r.key], float(s))
+    mine = {r.key: d.region for r, d in members}
+    near: dict[str, tuple[float, int]] = {}
+    if kind != "outside" and pairs:
+        other = np.asarray([r.label != main for r, _ in pairs])
+        for (r, d), dist in zip(pairs, carrier_distances(descs, medoid, kind, other), strict=True):
+            if dist <= CARRIER_DISTANCE and dist < near.get(r.key, (np.inf, -1))[0]:
+                near[r.key] = (float(dist), d.region)
+    carriers = tuple(
+        (r.key, mine[r.key] if r.key in mine else near[r.key][1])
+        for r in ok
+        if r.key in mine or r.key in near
+    )
+    return likeness, carriers

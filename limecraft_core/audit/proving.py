@@ -90,8 +90,9 @@ def _clean(
 ) -> list[str]:
     """The clean images to paste into: the least alike first; for a cross-class finding the
     ones where the class is nearest first (``near``: its probability there), where an artifact
-    that pushes it can show, the null being pasted into the same images."""
-    members = {key for key, _ in f.regions}
+    that pushes it can show, the null being pasted into the same images. No image that carries
+    the finding (a member, or one with the same region not among its strongest) is clean."""
+    members = {key for key, _ in (*f.regions, *f.carriers)}
     likeness = dict(f.membership)
     keys = [r.key for r in rows.values() if r.ok and r.label != label and r.key not in members]
     if f.kind == CROSS:

@@ -26,6 +26,10 @@ TOP_REGIONS = 3
 #: A region is described only if it holds at least this share of the total |weight|.
 MIN_SHARE = 0.05
 
+#: At most this many of an image's other regions (proposed, uploaded or drawn, not among its
+#: strongest) are described in its row, the largest |weight| first (:func:`describe_proposed`).
+MAX_PROPOSED = 12
+
 #: A region's key colour: the mean Lab of this share of its pixels, the most chromatic ones, of
 #: their dominant hue. A superpixel is often larger than a small marker, so its mean colour is
 #: mostly background; and a marker of two colours (a fill in a frame of the complementary one)
@@ -168,15 +172,11 @@ def describe_regions(
     -------
     tuple of RegionDescriptor, strongest first; empty when no region pushes the class.
     """
-    from skimage.color import rgb2lab
-
     w = np.asarray(ex.weights, np.float64)
     total = float(np.abs(w).sum())
     if total <= 0 or image.shape[:2] != ex.segments.shape:
         return ()
-    lab = rgb2lab(np.asarray(image, np.uint8)[..., :3])
-    gy, gx = np.gradient(lab[..., 0] / 100.0)
-    grad = np.hypot(gy, gx)
+    lab, grad = _pixels(image)
     chosen = []
     for r in np.argsort(-w, kind="stable")[:k]:
         if w[r] <= 0 or abs(w[r]) / total < MIN_SHARE:
@@ -188,6 +188,46 @@ def describe_regions(
             if o.startswith("proposed") and r not in chosen and abs(w[r]) / total >= MIN_SHARE
         ]  # fmt: skip
     return tuple(_describe(r, ex, w, total, lab, grad) for r in chosen)
+
+
+def describe_proposed(
+    image: np.ndarray, ex: Explanation, skip: tuple[RegionDescriptor, ...] = ()
+) -> tuple[RegionDescriptor, ...]:
+    """Every region that is not a superpixel (proposed, uploaded or drawn) and not in ``skip``,
+    described whatever its weight and sign: up to ``MAX_PROPOSED``, the largest |weight| first.
+
+    A finding is grouped from the regions that push each image's class (:func:`describe_regions`);
+    these are where it then looks for the same region in the images where it is not among the
+    strongest (a finding's *carriers*, :func:`~.grouping.carrier_distances`). A watermark that
+    changed a photo's top-1 by lowering its clean class has a negative weight for the new class,
+    yet it is the same watermark.
+
+    Returns
+    -------
+    tuple of RegionDescriptor; empty when the image has no such region or no weight at all.
+    """
+    w = np.asarray(ex.weights, np.float64)
+    total = float(np.abs(w).sum())
+    if total <= 0 or image.shape[:2] != ex.segments.shape:
+        return ()
+    taken = {d.region for d in skip}
+    others = [
+        r for r, o in enumerate(ex.region_origins) if o != "superpixel" and r not in taken
+    ]  # fmt: skip
+    if not others:
+        return ()
+    others = sorted(others, key=lambda r: -abs(w[r]))[:MAX_PROPOSED]
+    lab, grad = _pixels(image)
+    return tuple(_describe(r, ex, w, total, lab, grad) for r in others)
+
+
+def _pixels(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The image's CIE Lab pixels and its lightness gradient's magnitude (L/100 per pixel)."""
+    from skimage.color import rgb2lab
+
+    lab = rgb2lab(np.asarray(image, np.uint8)[..., :3])
+    gy, gx = np.gradient(lab[..., 0] / 100.0)
+    return lab, np.hypot(gy, gx)
 
 
 def _describe(

@@ -22,7 +22,13 @@ from ..codecs.schema import Bad, check, one_of
 from ..config import AUDIT_DEFAULTS, ExplainConfig
 from ..limits import THRESHOLDS
 from ..result import Explanation
-from .regions import TOP_REGIONS, RegionDescriptor, describe_regions, unpack_mask
+from .regions import (
+    TOP_REGIONS,
+    RegionDescriptor,
+    describe_proposed,
+    describe_regions,
+    unpack_mask,
+)
 
 #: Cells on each side of the location map (normalised image coordinates).
 MAP_GRID = 64
@@ -94,6 +100,9 @@ class AuditRow:
     seconds : float, wall time of this image's explanation
     regions : tuple of RegionDescriptor, the strongest regions pushing the predicted class
         (strongest first; empty on error and in rows written before they were kept)
+    proposed : tuple of RegionDescriptor, its other regions that are not superpixels
+        (proposed, uploaded, drawn), whatever their weight (:func:`~.regions.describe_proposed`):
+        where a finding looks for its region in images where it is not among the strongest
     """
 
     file: str
@@ -125,6 +134,7 @@ class AuditRow:
     model_passes: int = 0
     seconds: float = 0.0
     regions: tuple[RegionDescriptor, ...] = ()
+    proposed: tuple[RegionDescriptor, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -152,8 +162,9 @@ class AuditRow:
         """Plain JSON values (NaN as None)."""
         d = asdict(self)
         d["flags"] = list(self.flags)
-        d["regions"] = [{k: list(v) if isinstance(v, tuple) else v for k, v in x.items()}
-                        for x in d["regions"]]  # fmt: skip
+        for name in ("regions", "proposed"):
+            d[name] = [{k: list(v) if isinstance(v, tuple) else v for k, v in x.items()}
+                       for x in d[name]]  # fmt: skip
         return {
             k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()
         }
@@ -300,7 +311,8 @@ def audit_row(
     has_mask : bool, an expected mask was given (its localisation is then in ``ex``)
     seconds : float, the explanation's wall time
     image : (H, W, 3) uint8 ndarray, optional; the image explained. With it the row keeps its
-        strongest regions (:func:`~.regions.describe_regions`), which the findings group
+        strongest regions (:func:`~.regions.describe_regions`), which the findings group,
+        and its regions that are not superpixels (:func:`~.regions.describe_proposed`)
 
     Returns
     -------
@@ -324,6 +336,7 @@ def audit_row(
         flags.append("border")
     st = ex.trust.stability
     h, w_px = ex.segments.shape
+    strong = () if image is None else describe_regions(image, ex, TOP_REGIONS)
     return AuditRow(
         file=file,
         key=key,
@@ -351,7 +364,8 @@ def audit_row(
         samples_used=int(ex.run.samples_used or ex.config.sampling.samples),
         model_passes=int(ex.run.model_passes),
         seconds=float(seconds),
-        regions=() if image is None else describe_regions(image, ex, TOP_REGIONS),
+        regions=strong,
+        proposed=() if image is None else describe_proposed(image, ex, strong),
     )
 
 

@@ -53,6 +53,7 @@ from ..audit import (
     AuditOutcome,
     AuditRow,
     Findings,
+    describe_proposed,
     findings,
     findings_from_dict,
     prove_findings,
@@ -63,7 +64,7 @@ from ..audit import (
 from ..codecs.schema import Bad, Schema, check, fixed, read_json
 from ..config import ExplainConfig
 from ..result import Explanation
-from .audit_report import jpeg_picture
+from .audit_report import thumbnails
 from .dataset import _read
 from .images import decode_image, decode_mask, encode_png
 
@@ -74,7 +75,6 @@ __all__ = [
     "LoadedAudit",
     "load_audit",
     "settings_key",
-    "thumbnails",
 ]
 
 FORMAT = "limecraft-audit"
@@ -85,10 +85,11 @@ TRUTH_FILE = "truth.csv"
 #: 2: each row keeps its strongest regions (``regions``) and the findings list the findings
 #: across images (``headline``, ``discovered``). 3: the findings carry their interventions and
 #: truth scores and are read back through their schema (``audit.findings_from_dict``); versions
-#: 1 and 2 are still read, their findings recomputed from the rows (1: rows without regions). An
-#: older LIMEcraft refuses a newer file by its version, not by a field.
-FORMAT_VERSION = 3
-READ_VERSIONS = (1, 2, 3)
+#: 1 and 2 are still read, their findings recomputed from the rows (1: rows without regions). 4:
+#: each row keeps its other regions (``proposed``) and each finding its ``carriers``; a version 3
+#: file reads as one without them. An older LIMEcraft refuses a newer file by its version.
+FORMAT_VERSION = 4
+READ_VERSIONS = (1, 2, 3, 4)
 
 
 #: The audit's PNGs are written fast (zlib level 1): 4x quicker than the default, 10% larger.
@@ -130,19 +131,6 @@ def _atomic(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def thumbnails(
-    image: np.ndarray, ex: Explanation, expected: np.ndarray | None
-) -> tuple[bytes, bytes]:
-    """The image and its overlay (top 3 regions for and against, the expected region outlined
-    in blue) as small JPEGs."""
-    over = render.weight_overlay(
-        image, ex.segments, ex.weights, k=3, ids=False, max_alpha=0.45, outline=1
-    )
-    if expected is not None:
-        over = render.outline_masks(over, [expected], [(40, 110, 255)], 0.0)
-    return jpeg_picture(image), jpeg_picture(over)
 
 
 class AuditFolder:
@@ -190,6 +178,22 @@ class AuditFolder:
             return None
         if not (self.image_dir(item.key) / "location.npy").exists():
             return None
+        if "proposed" not in d["row"]:  # a row of format 3 or older: describe its others
+            row = self._with_proposed(row, key)
+        return row
+
+    def _with_proposed(self, row: AuditRow, key: str) -> AuditRow:
+        """``row`` with its other regions (``AuditRow.proposed``) described from its saved image
+        and explanation, no model pass; its ``row.json`` rewritten so. As it was if they are
+        unreadable (it is then redone as any row is whose files are not all there)."""
+        try:
+            image, _ = self.regions_of(row.key)
+            ex = Explanation.from_json(_read(self.image_dir(row.key) / "explanation.json", "ex"))
+        except LimecraftError:
+            return row
+        row = replace(row, proposed=describe_proposed(image, ex, row.regions))
+        doc = {"row": row.to_dict(), "settings_key": key}
+        _atomic(self.image_dir(row.key) / "row.json", json.dumps(doc).encode())
         return row
 
     def write(self, outcome: AuditOutcome, key: str, *, top_k: int, inputs: dict) -> None:
@@ -361,7 +365,7 @@ class LoadedAudit:
     ----------
     folder : AuditFolder
     rows : tuple of AuditRow, in the audit's order
-    findings : Findings, as audit.json stores them (format 3: with their interventions), or
+    findings : Findings, as audit.json stores them (format 3 on: with their interventions), or
         recomputed from the rows and the images' location grids (formats 1 and 2)
     config : ExplainConfig, the settings it ran with
     model : dict, the model it ran with (``name`` and the options)

@@ -30,6 +30,7 @@ from ..audit.findings import RISK_RULE
 from ..config import ExplainConfig
 from ..config import fields as setting_fields
 from ..edits.transplant import CAUSE_MARGIN
+from ..result import Explanation
 from .images import encode_png
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "data_url",
     "exemplar_pictures",
     "jpeg_picture",
+    "thumbnails",
 ]
 
 #: The report's and the app's small pictures: at most this many px on the long side.
@@ -76,6 +78,19 @@ def audit_csv(rows: Sequence[AuditRow]) -> str:
         values = [getattr(r, c) for c in CSV_COLUMNS[:-2]] + [r.flagged, r.reason]
         w.writerow([_cell(v) for v in values])
     return buf.getvalue()
+
+
+def thumbnails(
+    image: np.ndarray, ex: Explanation, expected: np.ndarray | None
+) -> tuple[bytes, bytes]:
+    """The image and its overlay (top 3 regions for and against, the expected region outlined
+    in blue) as small JPEGs."""
+    over = render.weight_overlay(
+        image, ex.segments, ex.weights, k=3, ids=False, max_alpha=0.45, outline=1
+    )
+    if expected is not None:
+        over = render.outline_masks(over, [expected], [(40, 110, 255)], 0.0)
+    return jpeg_picture(image), jpeg_picture(over)
 
 
 def data_url(data: bytes | None, mime: str) -> str | None:
@@ -204,7 +219,11 @@ def audit_html(
     masked = found.with_masks > 0
     files = {r.key: r.file for r in rows}
     cards = [
-        {"f": f, "exemplars": [(files.get(k, k), src) for k, src in (exemplars or {}).get(i, [])]}
+        {
+            "f": f,
+            "exemplars": [(files.get(k, k), src) for k, src in (exemplars or {}).get(i, [])],
+            "more": [files.get(k, k) for k, _ in f.carriers if k not in {m for m, _ in f.regions}],
+        }
         for i, f in enumerate(found.discovered)
     ]
     return _template().render(

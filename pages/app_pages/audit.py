@@ -229,6 +229,18 @@ def finding_card(folder: Path, audit: LoadedAudit, i: int, f: Finding) -> str | 
                     st.image(display.to_display(pic, 160), caption=cap)
                     if st.button("Open in Inspect", key=f"audit_f{i}_open_{j}"):
                         act = f"open:{key}"
+        mine = {k for k, _ in f.regions}
+        more = [k for k, _ in f.carriers if k not in mine]
+        if more:
+            label = f"Also carried by {len(more)} more image" + ("s" if len(more) != 1 else "")
+            with st.expander(label, icon=":material/search:"):
+                st.caption("The same region, where it is not among the image's strongest.")
+                pick = st.selectbox(
+                    "Image", more, format_func=lambda k: audit.row(k).file,
+                    key=f"audit_f{i}_carrier",
+                )  # fmt: skip
+                if st.button("Open in Inspect", key=f"audit_f{i}_open_carrier"):
+                    act = f"open:{pick}"
         if st.button(
             "Paste into other images",
             key=f"audit_f{i}_paste",

@@ -491,8 +491,8 @@ def finding_name(i: int, f: Finding) -> str:
 
 
 def finding_region(f: Finding, key: str) -> int:
-    """The finding's region id in image ``key`` (its saved segments' label)."""
-    regions = dict(f.regions)
+    """The finding's region id in image ``key`` (its saved segments' label), a carrier's too."""
+    regions = {**dict(f.carriers), **dict(f.regions)}
     if key not in regions:
         raise lc.LimecraftError(f"image {key!r} is not one of the finding's images")
     return int(regions[key])

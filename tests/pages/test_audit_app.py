@@ -280,18 +280,9 @@ def test_a_finished_cli_audit_opens_from_its_zip(cli_audit):
 
 
 def test_a_finished_audit_opens_from_its_folder_and_cannot_take_another_owner(cli_audit):
-    files = [
-        ("out/" + p.relative_to(cli_audit).as_posix(), p.read_bytes(), "application/octet-stream")
-        for p in sorted(cli_audit.rglob("*"))
-        if p.is_file()
-    ]
+    files = folder_files(cli_audit)
     files += [("out/.owner", b"oidc:someone@else", "text/plain"), ("out/app.json", b"{}", "x")]
-    at = audit_page()
-    at.segmented_control(key="audit_source").set_value("Open a finished audit").run()
-    at.file_uploader(key="audit_open_dir").set_value(files)
-    at.run()
-    button(at, "Open the audit").click().run()
-    assert not at.exception, at.exception
+    at = open_folder(files)
     cli = json.loads((cli_audit / "audit.json").read_text())
     assert cli["findings"]["sentences"][0] in texts(at)
     folder = Path(at.session_state["limecraft_session"].audit_loaded[0][0])
@@ -306,11 +297,7 @@ def test_an_audit_stays_open_when_its_files_change_in_another_minute(cli_audit):
     the selectbox then handed back the old label as if picked, the page took it for an audit id
     and said "That audit is not here any more". Seen in the browser test under load; the label's
     time is now when the audit began (and the page takes no value that is not a listed id)."""
-    files = [
-        ("out/" + p.relative_to(cli_audit).as_posix(), p.read_bytes(), "application/octet-stream")
-        for p in sorted(cli_audit.rglob("*"))
-        if p.is_file()
-    ]
+    files = folder_files(cli_audit)
     at = audit_page()
     at.segmented_control(key="audit_source").set_value("Open a finished audit").run()
     at.file_uploader(key="audit_open_dir").set_value(files)
@@ -439,3 +426,52 @@ def test_app_json_from_before_proposers_reads_as_none(tmp_path):
     assert audits.read_app(tmp_path).proposers == ()
     (tmp_path / audits.APP_FILE).write_text(json.dumps({"proposers": ["text", "masks", 3]}))
     assert audits.read_app(tmp_path).proposers == ("text",)  # only what runs from the image
+
+
+def test_a_carrier_of_a_finding_opens_in_inspect_with_its_region_named(cli_audit, tmp_path):
+    """A finding lists the images that carry its region where it is not among their strongest
+    (``carriers``). The card shows "Also carried by N more images"; one picked there opens on
+    Inspect with that region named as the finding's, as an exemplar does. The audit is the
+    command line's, its first finding given one carrier by hand (a demo audit has no proposals)."""
+    out = tmp_path / "out"
+    shutil.copytree(cli_audit, out)
+    doc = json.loads((out / "audit.json").read_text())
+    f = doc["findings"]["discovered"][0]
+    members = {r["key"] for r in f["regions"]}
+    key = next(r["key"] for r in doc["rows"] if r["status"] == "ok" and r["key"] not in members)
+    f["carriers"] = [*f["regions"], {"key": key, "region": 1}]
+    (out / "audit.json").write_text(json.dumps(doc))
+    at = open_folder(folder_files(out))
+    assert "Also carried by 1 more image" in [e.label for e in at.expander]
+    picker = at.selectbox(key="audit_f0_carrier")
+    assert picker.value == key and picker.format_func(key) == doc_file(doc, key)
+    at.button(key="audit_f0_open_carrier").click().run()
+    assert not at.exception, at.exception
+    a = at.session_state["limecraft_session"].app
+    assert a.image_name == doc_file(doc, key) and a.source == "audit"
+    assert a.restored.names[1].startswith("finding 1: ")
+    assert at.selectbox(key="edit_region").value == 1
+
+
+def doc_file(doc: dict, key: str) -> str:
+    return next(r["file"] for r in doc["rows"] if r["key"] == key)
+
+
+def folder_files(out: Path) -> list[tuple[str, bytes, str]]:
+    """An audit folder as the folder uploader hands it over."""
+    return [
+        ("out/" + p.relative_to(out).as_posix(), p.read_bytes(), "application/octet-stream")
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    ]
+
+
+def open_folder(files: list) -> AppTest:
+    """The Audit page with "Open a finished audit" given these files, opened."""
+    at = audit_page()
+    at.segmented_control(key="audit_source").set_value("Open a finished audit").run()
+    at.file_uploader(key="audit_open_dir").set_value(files)
+    at.run()
+    button(at, "Open the audit").click().run()
+    assert not at.exception, at.exception
+    return at

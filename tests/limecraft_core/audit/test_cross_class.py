@@ -2,6 +2,9 @@
 finding whatever class they push; alike in place only, across classes, they are not. The grouping
 tests build rows by hand (no model pass); the last audits and proves a toy set end to end."""
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import torch
 
@@ -14,12 +17,15 @@ from limecraft_core.audit import (
     audit_config,
     discover,
     findings,
+    findings_from_dict,
     prove_findings,
     run_audit,
     scorer_predict,
 )
 from limecraft_core.audit.grouping import CROSS, group_regions
+from limecraft_core.audit.proving import _clean
 from limecraft_core.audit.regions import REGION_GRID, RegionDescriptor, pack_mask
+from limecraft_core.io.audit_report import audit_html
 
 LABELS = ("carton", "candle", "schnauzer", "binder", "lipstick", "pajama")
 
@@ -96,6 +102,64 @@ def test_a_class_group_inside_a_larger_cross_class_group_becomes_that_group():
     assert top.kind == CROSS and sorted(k for k, _ in top.regions) == sorted(
         f"im{i:02d}" for i in at
     )
+
+
+def _weak(d: RegionDescriptor, region: int = 7) -> RegionDescriptor:
+    """``d`` as one of a row's other regions: another id, a weight against the class."""
+    return replace(d, region=region, weight=-0.2, share=0.2)
+
+
+def test_a_finding_names_every_image_that_carries_its_region():
+    """A text proposal pushes the class in 4 images (the finding) and is in 5 more where it lowers
+    the class, each a row's ``proposed`` (a semi-transparent mark: another colour, the same
+    characters). The finding's carriers are all 9, each with its region; the same text at
+    another place, and other text at the same place, are not; and the 9 have the highest
+    membership. The carriers survive audit.json's findings block."""
+    mark = _region((2, 20), (60.0, 70.0, 50.0), "text: 经捷径")
+    rows = _rows([mark] * 4)
+    for i in range(4, 9):
+        rows[i] = replace(
+            rows[i], proposed=(_weak(_region((2, 20), (55.0, 20.0, 20.0), "text: 捷径")),)
+        )
+    rows[9] = replace(
+        rows[9], proposed=(_weak(_region((20, 2), (60.0, 70.0, 50.0), "text: 经捷径")),)
+    )
+    rows[10] = replace(
+        rows[10], proposed=(_weak(_region((2, 20), (-20.0, 10.0, -30.0), "text: AB")),)
+    )
+    top = discover(rows)[0]
+    assert top.kind == CROSS and top.images == 4
+    assert top.carriers == tuple((f"im{i:02d}", 0 if i < 4 else 7) for i in range(9))
+    assert top.sentence.endswith(
+        "The same region is in 5 more images, where it is not among the strongest (9 of 30 in all)."
+    )
+    like = dict(top.membership)
+    assert min(like[f"im{i:02d}"] for i in range(9)) > max(like[f"im{i:02d}"] for i in range(9, 30))
+    back = findings_from_dict(json.loads(json.dumps(findings(rows).to_dict())))
+    assert back.discovered[0].carriers == top.carriers
+    html = audit_html(findings(rows), rows, {}, model="toy", config=audit_config())
+    assert "Also carried by 5 more images" in html and "im04.png, im05.png" in html
+    # none of them is a clean image to paste the finding into
+    clean = _clean(top, {r.key: r for r in rows}, "carton", 30, lambda key: 0.0)
+    carriers = {k for k, _ in top.carriers}
+    assert sorted(clean) == [r.key for r in rows if r.label != "carton" and r.key not in carriers]
+
+
+def test_a_one_class_findings_carriers_of_another_class_must_be_very_alike():
+    """A finding of one class ('carton') takes a region of another class's image as a carrier
+    only as the grouping would group it: the class gap applies. A copy a cell aside and a little
+    bluer carries it in a 'carton' image, not in a 'candle' one; an exact copy in either."""
+    patch = _region((2, 20), (60.0, 70.0, 50.0))
+    moved = _weak(_region((2, 21), (60.0, 70.0, 44.0)))
+    rows = _rows([patch if i in (0, 6, 12, 18) else None for i in range(19)])
+    rows[24] = replace(rows[24], proposed=(moved,))  # carton
+    rows[1] = replace(rows[1], proposed=(moved,))  # candle
+    rows[7] = replace(rows[7], proposed=(_weak(patch),))  # candle, an exact copy
+    top = discover(rows)[0]
+    members = {k for k, _ in top.regions}
+    assert top.kind != CROSS and top.classes[0][0] == "carton"
+    assert {"im00", "im06", "im12", "im18"} <= members and not members & {"im01", "im07", "im24"}
+    assert {k for k, _ in top.carriers} == members | {"im07", "im24"}
 
 
 def test_alike_place_but_another_look_across_classes_is_not_grouped():

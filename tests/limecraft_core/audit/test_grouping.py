@@ -197,10 +197,9 @@ class RedNotBlue(torch.nn.Module):
         return torch.stack([10 * (red - blue), torch.zeros_like(red)], 1)
 
 
-def test_a_proposal_against_the_class_is_described_only_when_asked():
-    """describe_regions(..., proposals=True): a proposed region that holds its share of the
-    |weight| is described whatever its sign (here a blue patch that lowers the class), after
-    the strongest regions; by default only regions that push the class are."""
+def _red_and_blue():
+    """A red patch drawn (it pushes class 0) and a blue one proposed (it lowers it), explained:
+    the image, the two masks and the explanation."""
     from limecraft_core import explain
 
     image = np.full((SIZE, SIZE, 3), 128, np.uint8)
@@ -212,6 +211,15 @@ def test_a_proposal_against_the_class_is_described_only_when_asked():
         image, clf, regions_mask=[red, blue], region_origins=["drawn", "proposed:text"],
         samples=200, segmentation="grid", n_segments=4, fill="gray", target=0,
     )  # fmt: skip
+    return image, red, blue, ex
+
+
+def test_a_proposal_against_the_class_is_described_only_when_asked():
+    """describe_regions(..., proposals=True): a proposed region that holds its share of the
+    |weight| is described whatever its sign (here a blue patch that lowers the class), after
+    the strongest regions; by default only regions that push the class are."""
+
+    image, _red, blue, ex = _red_and_blue()
     assert ex.weights[0] > 0 > ex.weights[1]
     plain = describe_regions(image, ex)
     asked = describe_regions(image, ex, proposals=True)
@@ -222,6 +230,34 @@ def test_a_proposal_against_the_class_is_described_only_when_asked():
     assert blue_d.weight < 0 and blue_d.share >= MIN_SHARE and blue_d.name == ex.region_names[1]
     assert _iou(unpack_mask(blue_d.mask), grid_mask(blue)) == 1.0
     assert all(d.weight > 0 for d in asked if ex.region_origins[d.region] != "proposed:text")
+
+
+def test_a_row_keeps_its_other_regions_whatever_their_sign_and_an_old_row_gets_them_on_resume(
+    tmp_path,
+):
+    """audit_row keeps the regions that are not superpixels and not among the strongest in
+    ``proposed`` (here a proposed blue patch that lowers the class), and they round-trip. A row
+    saved before they were kept (no ``proposed`` in its row.json) is described again from its
+    saved image and explanation when the audit resumes, and its row.json rewritten so."""
+    from limecraft_core.audit import AuditItem, AuditOutcome, audit_row, location_grid
+    from limecraft_core.audit.runner import AuditInput
+    from limecraft_core.io.audit_folder import AuditFolder
+
+    image, _red, blue, ex = _red_and_blue()
+    row = audit_row(ex, file="a.png", key="a", digest="d", image=image)
+    assert 1 not in [d.region for d in row.regions] and [d.region for d in row.proposed] == [1]
+    assert row.proposed[0].weight < 0 and _iou(row.proposed[0].grid_mask(), grid_mask(blue)) == 1
+    assert AuditRow.from_dict(json.loads(json.dumps(row.to_dict()))) == row
+    folder = AuditFolder(tmp_path)
+    item = AuditItem("a.png", "a", "d", lambda: AuditInput(image))
+    out = AuditOutcome(item, row, AuditInput(image), ex, location_grid(ex))
+    folder.write(out, "k", top_k=3, inputs={})
+    saved = tmp_path / "images" / "a" / "row.json"
+    doc = json.loads(saved.read_text())
+    del doc["row"]["proposed"]
+    saved.write_text(json.dumps(doc))
+    assert folder.finished(item, "k") == row
+    assert json.loads(saved.read_text())["row"]["proposed"] == row.to_dict()["proposed"]
 
 
 def test_with_expected_masks_the_outside_flag_is_a_finding_too():
@@ -255,7 +291,7 @@ def test_audit_json_lists_the_findings_and_a_version_1_file_still_loads(sets, tm
         rows, config=cfg, key="k", model={"name": "toy"}, source={}, complete=True
     )
     doc = json.loads((tmp_path / "audit.json").read_text())
-    assert doc["format_version"] == FORMAT_VERSION == 3
+    assert doc["format_version"] == FORMAT_VERSION == 4
     assert doc["findings"]["headline"].startswith("Regions of one look at one place")
     assert {r["key"] for r in doc["findings"]["discovered"][0]["regions"]} == set(patched)
     back = load_audit(tmp_path)
