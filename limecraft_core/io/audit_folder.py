@@ -312,7 +312,7 @@ class AuditFolder:
         self, doc: dict[str, Any], found: Findings, rows: list[AuditRow], config: ExplainConfig
     ) -> None:
         """audit.json (``doc``), audit.csv and audit.html."""
-        from .audit_report import audit_csv, audit_html, exemplar_pictures
+        from .audit_report import audit_csv, audit_html, carrier_pictures, exemplar_pictures
 
         _atomic(self.path / "audit.json", json.dumps(doc, indent=1).encode())
         _atomic(self.path / "audit.csv", audit_csv(rows).encode())
@@ -330,6 +330,7 @@ class AuditFolder:
             complete=doc["complete"],
             created=doc["created"],
             exemplars=exemplar_pictures(found, self.regions_of),
+            carriers=carrier_pictures(found, self.regions_of),
         )
         _atomic(self.path / "audit.html", html.encode())
 

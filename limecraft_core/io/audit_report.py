@@ -38,6 +38,7 @@ __all__ = [
     "THUMB_SIDE",
     "audit_csv",
     "audit_html",
+    "carrier_pictures",
     "data_url",
     "exemplar_pictures",
     "jpeg_picture",
@@ -137,19 +138,43 @@ def exemplar_pictures(
     found : Findings
     load : callable(key) -> ((H, W, 3) uint8 image, (H, W) int label map)
     """
-    out: dict[int, list[tuple[str, str]]] = {}
+    return {
+        i: pics
+        for i, f in enumerate(found.discovered)
+        if (pics := _outlined([(k, dict(f.regions).get(k, -1)) for k in f.exemplars], load))
+    }
+
+
+def carrier_pictures(
+    found: Findings, load: Callable[[str], tuple[np.ndarray, np.ndarray]], most: int = 5
+) -> dict[int, list[tuple[str, str]]]:
+    """{finding index: [(image key, JPEG data URL)]}: up to ``most`` of each finding's carriers
+    beyond its own images (``Finding.carriers``), the most alike first, region outlined."""
+    out = {}
     for i, f in enumerate(found.discovered):
-        regions = dict(f.regions)
-        for key in f.exemplars:
-            try:
-                image, segments = load(key)
-            except LimecraftError:
-                continue
-            mask = segments == regions.get(key, -1)
-            if mask.shape != image.shape[:2] or not mask.any():
-                continue
-            pic = render.outline_masks(image, [mask], [EXEMPLAR_COLOUR], 0.2)
-            out.setdefault(i, []).append((key, data_url(jpeg_picture(pic), "image/jpeg") or ""))
+        mine, like = {k for k, _ in f.regions}, dict(f.membership)
+        more = sorted((c for c in f.carriers if c[0] not in mine), key=lambda c: -like.get(c[0], 0))
+        if pics := _outlined(more[:most], load):
+            out[i] = pics
+    return out
+
+
+def _outlined(
+    pairs: Sequence[tuple[str, int]], load: Callable[[str], tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[str, str]]:
+    """Each (image key, region id) as a JPEG data URL with the region outlined; one whose files
+    cannot be read, or whose region is not in its label map, is left out."""
+    out = []
+    for key, region in pairs:
+        try:
+            image, segments = load(key)
+        except LimecraftError:
+            continue
+        mask = segments == region
+        if mask.shape != image.shape[:2] or not mask.any():
+            continue
+        pic = render.outline_masks(image, [mask], [EXEMPLAR_COLOUR], 0.2)
+        out.append((key, data_url(jpeg_picture(pic), "image/jpeg") or ""))
     return out
 
 
@@ -176,6 +201,7 @@ def audit_html(
     complete: bool = True,
     created: str = "",
     exemplars: Mapping[int, Sequence[tuple[str, str]]] | None = None,
+    carriers: Mapping[int, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """The audit as one self-contained HTML page.
 
@@ -189,6 +215,7 @@ def audit_html(
     complete : False for an interrupted audit (the page says so)
     created : when it was written (ISO 8601)
     exemplars : {finding index: [(image key, picture data URL with its region outlined)]}
+    carriers : the same for a few of each finding's carriers beyond its own images
     """
     location = None
     if found.location is not None:
@@ -223,6 +250,7 @@ def audit_html(
             "f": f,
             "exemplars": [(files.get(k, k), src) for k, src in (exemplars or {}).get(i, [])],
             "more": [files.get(k, k) for k, _ in f.carriers if k not in {m for m, _ in f.regions}],
+            "carried": [(files.get(k, k), src) for k, src in (carriers or {}).get(i, [])],
         }
         for i, f in enumerate(found.discovered)
     ]

@@ -239,6 +239,8 @@ def finding_card(folder: Path, audit: LoadedAudit, i: int, f: Finding) -> str | 
                     "Image", more, format_func=lambda k: audit.row(k).file,
                     key=f"audit_f{i}_carrier",
                 )  # fmt: skip
+                for _, pic in audits.exemplars(audit, f, [pick]):
+                    st.image(display.to_display(pic, 160), caption=audit.row(pick).file)
                 if st.button("Open in Inspect", key=f"audit_f{i}_open_carrier"):
                     act = f"open:{pick}"
         if st.button(

@@ -507,12 +507,12 @@ def target_class(audit: LoadedAudit, f: Finding) -> int:
     return int(audit.row(keys[0]).predicted)
 
 
-def exemplars(audit: LoadedAudit, f: Finding) -> list[tuple[str, np.ndarray]]:
-    """The finding's exemplars (the medoid first) with its region outlined, as audit.html
-    shows them: [(image key, (H, W, 3) uint8 picture)]; one whose files cannot be read, or
-    whose region is not in its saved segments, is left out."""
+def exemplars(audit: LoadedAudit, f: Finding, keys: list[str] | None = None) -> list:
+    """The finding's exemplars (the medoid first; ``keys``: these images) with its region
+    outlined, as audit.html shows them: [(image key, (H, W, 3) uint8 picture)]; one whose files
+    cannot be read, or whose region is not in its saved segments, is left out."""
     out = []
-    for key in f.exemplars:
+    for key in f.exemplars if keys is None else keys:
         try:
             image, segments = audit.folder.regions_of(key)
             mask = segments == finding_region(f, key)

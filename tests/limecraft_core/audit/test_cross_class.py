@@ -25,7 +25,7 @@ from limecraft_core.audit import (
 from limecraft_core.audit.grouping import CROSS, group_regions
 from limecraft_core.audit.proving import _clean
 from limecraft_core.audit.regions import REGION_GRID, RegionDescriptor, pack_mask
-from limecraft_core.io.audit_report import audit_html
+from limecraft_core.io.audit_report import audit_html, carrier_pictures
 
 LABELS = ("carton", "candle", "schnauzer", "binder", "lipstick", "pajama")
 
@@ -137,8 +137,19 @@ def test_a_finding_names_every_image_that_carries_its_region():
     assert min(like[f"im{i:02d}"] for i in range(9)) > max(like[f"im{i:02d}"] for i in range(9, 30))
     back = findings_from_dict(json.loads(json.dumps(findings(rows).to_dict())))
     assert back.discovered[0].carriers == top.carriers
-    html = audit_html(findings(rows), rows, {}, model="toy", config=audit_config())
+    found = findings(rows)
+
+    def load(key: str) -> tuple[np.ndarray, np.ndarray]:  # each image's regions 0 and 7: halves
+        seg = np.zeros((8, 8), int)
+        seg[:, 4:] = 7
+        return np.full((8, 8, 3), 90, np.uint8), seg
+
+    pics = carrier_pictures(found, load, most=3)
+    assert [k for k, _ in pics[0]] == ["im04", "im05", "im06"]  # all as alike: in their order
+    assert all(src.startswith("data:image/jpeg;base64,") for _, src in pics[0])
+    html = audit_html(found, rows, {}, model="toy", config=audit_config(), carriers=pics)
     assert "Also carried by 5 more images" in html and "im04.png, im05.png" in html
+    assert html.count("(carries it)</figcaption>") == 3
     # none of them is a clean image to paste the finding into
     clean = _clean(top, {r.key: r for r in rows}, "carton", 30, lambda key: 0.0)
     carriers = {k for k, _ in top.carriers}
