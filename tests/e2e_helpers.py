@@ -427,9 +427,17 @@ def screenshot(page: Page, path: Path, **kw) -> None:
     page.screenshot(path=str(path), **kw)
 
 
+#: Whether :func:`shot` takes its pictures: not in CI (``CI`` set), where nobody looks at them
+#: and the clone is thrown away (about 90 pictures, 40-50 s of the browser tests' time), unless
+#: ``LIMECRAFT_SHOTS=1``. Run the browser tests without CI set to look at them.
+SHOTS = not os.environ.get("CI") or os.environ.get("LIMECRAFT_SHOTS") == "1"
+
+
 def shot(page: Page, name: str, *, tall: bool = False) -> None:
     """A screenshot under test-artifacts/, ``name``.jpg (``tall``: the whole main area,
-    :func:`tall_shot`)."""
+    :func:`tall_shot`), for a person to look at; none in CI (:data:`SHOTS`)."""
+    if not SHOTS:
+        return
     ARTIFACTS.mkdir(exist_ok=True)
     if not tall:
         images_loaded(page)
