@@ -107,13 +107,14 @@ class GradientScene:
             )
         return torch.softmax(raw, dim=1) if self.probability else raw
 
-    def integrated_gradients(self, steps: int = IG_STEPS) -> tuple[np.ndarray, float]:
-        """Integrated Gradients summed per region, and the completeness gap.
+    def integrated_gradients(self, steps: int = IG_STEPS) -> tuple[np.ndarray, float, float]:
+        """Integrated Gradients summed per region, the completeness gap and what they share.
 
         Returns
         -------
         values : (K,) float64 ndarray
         gap : float, |sum(values) - (f(image) - f(baseline))|, the path integral's error
+        span : float, |f(image) - f(baseline)|, what the values should add up to
         """
         from captum.attr import IntegratedGradients  # run time only
 
@@ -127,8 +128,9 @@ class GradientScene:
             internal_batch_size=max(1, self.batch_size),
             return_convergence_delta=True,
         )
-        values = _region_sum(attr[0].detach().sum(0), self.labels, self.n_regions)
-        return values.cpu().numpy(), float(delta.abs().max())
+        values = _region_sum(attr[0].detach().sum(0), self.labels, self.n_regions).cpu().numpy()
+        d = float(delta.reshape(-1)[0])  # captum's: sum(attributions) - (f(image) - f(baseline))
+        return values, abs(d), abs(float(values.sum()) - d)
 
     def grad_cam(self) -> tuple[np.ndarray, str]:
         """Grad-CAM on the last ``Conv2d``, averaged per region, and the layer's name.
