@@ -43,7 +43,7 @@ IG_STEPS = 50
 #: When the values miss f(all) - f(none) by more than ``IG_TOLERANCE`` of it, IG runs again at
 #: ``IG_MORE_STEPS`` and keeps the closer. EfficientNet-Lite0 (ReLU6: its path is piecewise
 #: linear) missed it by 0.8-4.2% at 50 steps and by 0.1% at 200 (100 gained little) on the
-#: gallery's watermarked page and cat (quickshift, measured on 2026-12-06; docs/explainers.md).
+#: gallery's watermarked page and cat (quickshift, measured on 2026-12-06; docs/python.md).
 IG_TOLERANCE = 0.01
 IG_MORE_STEPS = 200
 

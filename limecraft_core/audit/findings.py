@@ -148,6 +148,12 @@ class Finding:
     carriers: tuple[tuple[str, int], ...] = ()
 
     @property
+    def more_carriers(self) -> tuple[tuple[str, int], ...]:
+        """Its carriers beyond its own images: where its region is not among the strongest."""
+        mine = {k for k, _ in self.regions}
+        return tuple(c for c in self.carriers if c[0] not in mine)
+
+    @property
     def confirmed(self) -> bool:
         return self.intervention is not None and self.intervention.confirmed
 

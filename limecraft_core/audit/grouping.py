@@ -253,63 +253,60 @@ def _cross(
     return out + new
 
 
-def _cross_row(medoid: RegionDescriptor, descs: Sequence[RegionDescriptor]) -> np.ndarray:
-    """(n,) float ndarray: :func:`cross_distances` from ``medoid`` to each region (at most 1e6:
-    no text on either side is never alike)."""
+def _view_row(medoid: RegionDescriptor, descs: Sequence[RegionDescriptor], view: str) -> np.ndarray:
+    """(n,) float ndarray: :func:`view_distances` from ``medoid`` to each region (its first row,
+    without the (n+1, n+1) matrix)."""
     from sklearn.metrics import pairwise_distances
 
-    place = pairwise_distances(
-        medoid.grid_mask().ravel()[None], np.stack([d.grid_mask().ravel() for d in descs]),
-        metric="jaccard",
-    )[0] / PLACE_DISTANCE  # fmt: skip
-    look = np.linalg.norm(np.stack([look_vector(d) for d in descs]) - look_vector(medoid), axis=1)
-    mine, text = _text(medoid), np.full(len(descs), np.inf)
-    for i, d in enumerate(descs):
-        theirs = _text(d)
-        if mine and theirs:
-            text[i] = (1.0 - len(mine & theirs) / min(len(mine), len(theirs))) / TEXT_DISTANCE
-    return np.minimum(np.maximum(place, np.minimum(look / LOOK_DISTANCE, text)), 1e6)
+    if view == "place":
+        a, b = medoid.grid_mask().ravel()[None], np.stack([d.grid_mask().ravel() for d in descs])
+        return pairwise_distances(a, b, metric="jaccard")[0] / PLACE_DISTANCE
+    a, b = look_vector(medoid)[None], np.stack([look_vector(d) for d in descs])
+    return pairwise_distances(a, b)[0] / LOOK_DISTANCE
+
+
+def medoid_distances(
+    descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each region's distance to a group's medoid, 1 on the grouping threshold, two ways, from
+    one computation of each view's row:
+
+    - ``mean``: the mean of the group's views' distances (a ``CROSS`` group: its own,
+      :func:`cross_distances`), what :func:`similarities` turns into a likeness;
+    - ``rule``: the rule that grouped it, the largest of its views' distances (both, for
+      ``"place and look"``; a ``CROSS`` group: its own), what :func:`find_carriers` applies.
+
+    Returns
+    -------
+    (mean, rule), two (n,) float ndarrays (a ``CROSS`` distance at most 1e6: no text on either
+    side is never alike).
+    """
+    if not descs:
+        return np.zeros(0), np.zeros(0)
+    if kind == CROSS:
+        place, look = _view_row(medoid, descs, "place"), _view_row(medoid, descs, "look")
+        mine, text = _text(medoid), np.full(len(descs), np.inf)
+        for i, d in enumerate(descs):
+            theirs = _text(d)
+            if mine and theirs:
+                text[i] = (1.0 - len(mine & theirs) / min(len(mine), len(theirs))) / TEXT_DISTANCE
+        cross = np.minimum(np.maximum(place, np.minimum(look, text)), 1e6)
+        return cross, cross
+    rows = np.stack([_view_row(medoid, descs, v) for v in VIEWS if v in kind])
+    return rows.mean(axis=0), rows.max(axis=0)
 
 
 def similarities(
     descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str
 ) -> np.ndarray:
     """(n,) float ndarray in [0, 1]: how much each region is like a group's medoid in the group's
-    own view(s), ``exp(-distance)`` with the distance at 1 on the grouping threshold (no
-    threshold is applied): the mean of the views' distances, and for a ``CROSS`` group its own
-    distance (:func:`cross_distances`)."""
-    if not descs:
-        return np.zeros(0)
-    if kind == CROSS:
-        return np.exp(-_cross_row(medoid, descs))
-    views = [v for v in VIEWS if v in kind]
-    d = np.mean([view_distances([medoid, *descs], v)[0, 1:] for v in views], axis=0)
-    return np.exp(-d)
+    own view(s), ``exp(-distance)`` of :func:`medoid_distances`' mean (no threshold is
+    applied)."""
+    return np.exp(-medoid_distances(descs, medoid, kind)[0])
 
 
-def carrier_distances(
-    descs: Sequence[RegionDescriptor], medoid: RegionDescriptor, kind: str, other_class: np.ndarray
-) -> np.ndarray:
-    """(n,) float ndarray: each region's distance to a group's medoid by the rule that grouped
-    it, at most 1 for a region that *carries* the finding (the same region in an image where it
-    is not among the strongest, :func:`~.regions.describe_proposed`).
-
-    A ``CROSS`` group: :func:`cross_distances`, whatever the class. Any other: the largest of its
-    views' distances (both, for ``"place and look"``), plus ``CLASS_GAP`` where ``other_class``
-    (an (n,) bool ndarray: the region's image is predicted another class than the group's main
-    one), as in the grouping.
-    """
-    if not descs:
-        return np.zeros(0)
-    if kind == CROSS:
-        return _cross_row(medoid, descs)
-    views = [v for v in VIEWS if v in kind]
-    d = np.max([view_distances([medoid, *descs], v)[0, 1:] for v in views], axis=0)
-    return d + CLASS_GAP * np.asarray(other_class, bool)
-
-
-#: A region carries a finding when its :func:`carrier_distances` to the medoid is at most this
-#: (the grouping's own threshold).
+#: A region carries a finding when its distance to the medoid by the rule that grouped it is at
+#: most this (the grouping's own threshold; :func:`find_carriers`).
 CARRIER_DISTANCE = 1.0
 
 
@@ -322,8 +319,10 @@ def find_carriers(
     Each ok row's regions, the strong ones and the others (``AuditRow.proposed``), are compared
     with the medoid's: an image's likeness is the largest :func:`similarities` of its regions;
     it *carries* the finding when it is a member, or when one of its regions lies within
-    ``CARRIER_DISTANCE`` of the medoid by :func:`carrier_distances` (its nearest one is named).
-    A finding of kind ``"outside"`` (expected masks) is carried by its members only.
+    ``CARRIER_DISTANCE`` of the medoid by the rule that grouped it (:func:`medoid_distances`'
+    rule, plus ``CLASS_GAP`` for an image of another class than ``main`` unless the group is
+    ``CROSS``, as in the grouping; its nearest region is named). A finding of kind
+    ``"outside"`` (expected masks) is carried by its members only.
 
     Returns
     -------
@@ -332,16 +331,15 @@ def find_carriers(
     """
     pairs = [(r, d) for r in ok for d in (*r.regions, *r.proposed)]
     descs = [d for _, d in pairs]
-    views = "place and look" if kind == "outside" else kind
-    sims = similarities(descs, medoid, views)
+    mean, rule = medoid_distances(descs, medoid, "place and look" if kind == "outside" else kind)
     likeness = {r.key: 0.0 for r in ok}
-    for (r, _), s in zip(pairs, sims, strict=True):
+    for (r, _), s in zip(pairs, np.exp(-mean), strict=True):
         likeness[r.key] = max(likeness[r.key], float(s))
     mine = {r.key: d.region for r, d in members}
     near: dict[str, tuple[float, int]] = {}
     if kind != "outside" and pairs:
-        other = np.asarray([r.label != main for r, _ in pairs])
-        for (r, d), dist in zip(pairs, carrier_distances(descs, medoid, kind, other), strict=True):
+        gap = 0.0 if kind == CROSS else CLASS_GAP * np.asarray([r.label != main for r, _ in pairs])
+        for (r, d), dist in zip(pairs, rule + gap, strict=True):
             if dist <= CARRIER_DISTANCE and dist < near.get(r.key, (np.inf, -1))[0]:
                 near[r.key] = (float(dist), d.region)
     carriers = tuple(

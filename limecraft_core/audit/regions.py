@@ -198,7 +198,7 @@ def describe_proposed(
 
     A finding is grouped from the regions that push each image's class (:func:`describe_regions`);
     these are where it then looks for the same region in the images where it is not among the
-    strongest (a finding's *carriers*, :func:`~.grouping.carrier_distances`). A watermark that
+    strongest (a finding's *carriers*, :func:`~.grouping.find_carriers`). A watermark that
     changed a photo's top-1 by lowering its clean class has a negative weight for the new class,
     yet it is the same watermark.
 

@@ -86,10 +86,9 @@ TRUTH_FILE = "truth.csv"
 #: across images (``headline``, ``discovered``). 3: the findings carry their interventions and
 #: truth scores and are read back through their schema (``audit.findings_from_dict``); versions
 #: 1 and 2 are still read, their findings recomputed from the rows (1: rows without regions). 4:
-#: each row keeps its other regions (``proposed``) and each finding its ``carriers``; a version 3
-#: file reads as one without them. An older LIMEcraft refuses a newer file by its version.
+#: rows keep their other regions (``proposed``), findings their ``carriers`` (absent in 3).
 FORMAT_VERSION = 4
-READ_VERSIONS = (1, 2, 3, 4)
+READ_VERSIONS = (1, 2, 3, 4)  # an older LIMEcraft refuses a newer file by its version
 
 
 #: The audit's PNGs are written fast (zlib level 1): 4x quicker than the default, 10% larger.
@@ -184,11 +183,9 @@ class AuditFolder:
 
     def _with_proposed(self, row: AuditRow, key: str) -> AuditRow:
         """``row`` with its other regions (``AuditRow.proposed``) described from its saved image
-        and explanation, no model pass; its ``row.json`` rewritten so. As it was if they are
-        unreadable (it is then redone as any row is whose files are not all there)."""
+        and explanation, no model pass, its ``row.json`` rewritten so; as it was if unreadable."""
         try:
-            image, _ = self.regions_of(row.key)
-            ex = Explanation.from_json(_read(self.image_dir(row.key) / "explanation.json", "ex"))
+            image, ex = self.image(row.key), self.explanation(row.key)
         except LimecraftError:
             return row
         row = replace(row, proposed=describe_proposed(image, ex, row.regions))
@@ -237,13 +234,18 @@ class AuditFolder:
             return None
         return g if g.ndim == 2 and g.shape[0] == g.shape[1] else None
 
+    def image(self, key: str) -> np.ndarray:
+        return decode_image(_read(self.image_dir(key) / "image.png", "image"), key)
+
+    def explanation(self, key: str) -> Explanation:
+        return Explanation.from_json(_read(self.image_dir(key) / "explanation.json", "explanation"))
+
     def regions_of(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """An explained image as it was explained (``image.png``) and its label map
         (``segments.npy``), for the prove phase and the exemplars."""
-        d = self.image_dir(key)
-        image = decode_image(_read(d / "image.png", "image"), key)
+        image = self.image(key)
         try:
-            segments = np.load(d / "segments.npy", allow_pickle=False)
+            segments = np.load(self.image_dir(key) / "segments.npy", allow_pickle=False)
         except (OSError, ValueError) as e:
             raise LimecraftError(f"image {key!r}: its segments.npy cannot be read: {e}") from None
         return image, segments
@@ -395,15 +397,14 @@ class LoadedAudit:
             raise LimecraftError(f"the audit has no image {key!r}") from None
 
     def image(self, key: str) -> np.ndarray:
-        return decode_image(_read(self.folder.image_dir(key) / "image.png", "image"), key)
+        return self.folder.image(key)
 
     def expected(self, key: str) -> np.ndarray | None:
         p = self.folder.image_dir(key) / "expected.png"
         return decode_mask(_read(p, "expected mask"), key) != 0 if p.exists() else None
 
     def explanation(self, key: str) -> Explanation:
-        data = _read(self.folder.image_dir(key) / "explanation.json", "explanation")
-        return Explanation.from_json(data)
+        return self.folder.explanation(key)
 
 
 def _rows(v: Any) -> tuple[AuditRow, ...]:

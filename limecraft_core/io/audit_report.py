@@ -152,8 +152,8 @@ def carrier_pictures(
     beyond its own images (``Finding.carriers``), the most alike first, region outlined."""
     out = {}
     for i, f in enumerate(found.discovered):
-        mine, like = {k for k, _ in f.regions}, dict(f.membership)
-        more = sorted((c for c in f.carriers if c[0] not in mine), key=lambda c: -like.get(c[0], 0))
+        like = dict(f.membership)
+        more = sorted(f.more_carriers, key=lambda c: -like.get(c[0], 0))
         if pics := _outlined(more[:most], load):
             out[i] = pics
     return out
@@ -249,7 +249,7 @@ def audit_html(
         {
             "f": f,
             "exemplars": [(files.get(k, k), src) for k, src in (exemplars or {}).get(i, [])],
-            "more": [files.get(k, k) for k, _ in f.carriers if k not in {m for m, _ in f.regions}],
+            "more": [files.get(k, k) for k, _ in f.more_carriers],
             "carried": [(files.get(k, k), src) for k, src in (carriers or {}).get(i, [])],
         }
         for i, f in enumerate(found.discovered)

@@ -229,8 +229,7 @@ def finding_card(folder: Path, audit: LoadedAudit, i: int, f: Finding) -> str | 
                     st.image(display.to_display(pic, 160), caption=cap)
                     if st.button("Open in Inspect", key=f"audit_f{i}_open_{j}"):
                         act = f"open:{key}"
-        mine = {k for k, _ in f.regions}
-        more = [k for k, _ in f.carriers if k not in mine]
+        more = [k for k, _ in f.more_carriers]
         if more:
             label = f"Also carried by {len(more)} more image" + ("s" if len(more) != 1 else "")
             with st.expander(label, icon=":material/search:"):
