@@ -93,24 +93,17 @@ def _units() -> tuple[set[str], set[tuple[str, str]]]:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Units of work that each go whole to one test process: the browser tests in two halves
-    (the files in name order, every other one in each: each half shares one app server and one
-    Chromium in its process), every other test file as one unit (module fixtures such as the Ray
-    cluster start once), and the bf16 tests as the last unit, so that nothing runs after them in
-    their process. The units keep the collection's order (browser first, bf16 last:
-    :func:`pytest_collection_modifyitems`, and ``--no-loadscope-reorder``).
-
-    Two halves, not one unit: the browser tests take about 570 s of the run's 940 test-seconds
-    (94 s of them test_e2e_real.py's, a unit of its own), so as one unit in one process they
-    were its longest path; measured side by side on this 2-core machine, the full run took 521 s
-    with one unit and 487 s with two halves (``pytest --durations=0``).
+    """Units of work that each go whole to one test process: the browser tests together (they
+    share one app server and one Chromium), every other test file as one unit (module fixtures
+    such as the Ray cluster start once), and the bf16 tests as the last unit, so that nothing
+    runs after them in their process. The units keep the collection's order (browser first, bf16
+    last: :func:`pytest_collection_modifyitems`, and ``--no-loadscope-reorder``).
 
     (pytest-xdist's own ``xdist_group`` marks rename test ids in a way pytest 9 ignores, so the
     units are named here.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     browser, bf16 = _units()
-    half = {name: f"browser-{i % 2 + 1}" for i, name in enumerate(sorted(browser))}
 
     class Units(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -119,7 +112,7 @@ def pytest_xdist_make_scheduler(config, log):
             if (name, rest.split("[", 1)[0]) in bf16:
                 return "bf16"
             if name in browser:
-                return half[name]
+                return "browser"
             return path
 
     return Units(config, log)
