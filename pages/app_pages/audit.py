@@ -235,7 +235,7 @@ def finding_card(folder: Path, audit: LoadedAudit, i: int, f: Finding) -> str | 
             with st.expander(label, icon=":material/search:"):
                 st.caption("The same region, where it is not among the image's strongest.")
                 pick = st.selectbox(
-                    "Image", more, format_func=lambda k: audit.row(k).file,
+                    "Carrier image", more, format_func=lambda k: audit.row(k).file,
                     key=f"audit_f{i}_carrier",
                 )  # fmt: skip
                 for _, pic in audits.exemplars(audit, f, [pick]):
