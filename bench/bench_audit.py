@@ -28,8 +28,9 @@ Writes bench/results/audit.json and audit.md, and prints the Markdown.
    seeded order with the ImageNet-W watermark (``add_watermark``, as ``python -m limecraft
    watermark`` draws it). The truth: which carry it, its box, and whether it changes
    ``--real-model``'s top-1. Three audits, each ``python -m limecraft audit DIR --out OUT
-   --model efficientnet_lite0 --resume`` with no masks: as it comes, with ``--propose text``,
-   and on the clean half alone (the null folder). Each ``discovered`` finding of audit.json is
+   --model efficientnet_lite0 --resume`` with no masks: as it comes (its default proposes
+   ``text-lines``), with ``--propose none`` (superpixels alone; ``--real-propose`` picks
+   another), and on the clean half alone (the null folder). Each ``discovered`` finding of audit.json is
    scored: its mask's IoU with the watermark's box at its grid, the precision of the images it
    lists (share watermarked), its recall over the images whose top-1 the watermark changes, and
    the AUROC and AP of its membership against "carries the watermark"; and images per minute.
@@ -549,7 +550,7 @@ def score_run(doc: dict, truth: dict, box_cells: list, size: int = 224) -> dict:
 
 
 def real_case(args: argparse.Namespace) -> dict:
-    """Prepare the photos, audit them as they come and with ``--propose text``, audit the clean
+    """Prepare the photos, audit them as they come and with ``--propose none``, audit the clean
     half alone (the null folder), and score each run's findings."""
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="lc-bench-audit-real-"))
     args.work = str(work)  # real_ray audits its first photos from here
@@ -628,7 +629,8 @@ def add_real_arguments(ap: argparse.ArgumentParser) -> None:
                    "pixels and settings: --resume checks) and groups them; fresh otherwise")  # fmt: skip
     g.add_argument("--real-audit-args", default="", help="more audit options for every run, "
                    "e.g. '--samples 60' for a quick try (the real case uses none)")  # fmt: skip
-    g.add_argument("--real-propose", default="text", help="the proposer of the second run")
+    g.add_argument("--real-propose", default="none",
+                   help="the second run's --propose (none: superpixels alone)")  # fmt: skip
     g.add_argument("--real-skip", nargs="*", default=[], choices=("default", "propose", "null"),
                    help="runs to leave out")  # fmt: skip
     g.add_argument("--real-ray", type=int, default=0, metavar="N",
@@ -699,8 +701,9 @@ def markdown_real(r: dict) -> str:
         f"{r['machine']}; `{r['command']}`; photos from `{r['photos']}` picked with seed "
         f"{r['seed']}, resized and centre-cropped to {r['size']} px; {r['marked']} carry the ImageNet-W watermark, and on "
         f"{r['changed']} of those it changes {r['model']}'s top-1. The audits: "
-        f"`python -m limecraft audit DIR --out OUT --model {r['model']}` with no masks, and the "
-        "same with `--propose text`; the null is the clean half alone.",
+        f"`python -m limecraft audit DIR --out OUT --model {r['model']}` with no masks, as it "
+        "comes (its default proposes `text-lines`), and the same with `--propose none` "
+        "(superpixels alone); the null is the clean half alone, as it comes.",
         "",
         f"The headline *is the watermark* when its mask's IoU with the watermark's box (at the "
         f"finding's grid) is at least {WATERMARK_IOU}. *Strong in*: the images where its region "
@@ -744,8 +747,8 @@ def markdown_real(r: dict) -> str:
             f"{k}: {v['images_per_minute']} images/min ({v['seconds']} s)"
             for k, v in y.items() if isinstance(v, dict)
         )  # fmt: skip
-        lines += ["", f"Side by side on the first {y['images']} photos (the audit's defaults, no "
-                  f"proposals): {rates}; the cluster started in {y['cluster_start_s']} s; the "
+        lines += ["", f"Side by side on the first {y['images']} photos (the audit's "
+                  f"defaults): {rates}; the cluster started in {y['cluster_start_s']} s; the "
                   f"weights' largest difference {y['max_weight_diff']:.1e}."]  # fmt: skip
     for name, run in r["runs"].items():
         o = run["overall"]

@@ -188,23 +188,61 @@ def onnx_inputs(model: Any) -> dict[str, Any]:
     }
 
 
-def add_propose_option(parser: argparse.ArgumentParser, what: str) -> None:
+def add_propose_option(
+    parser: argparse.ArgumentParser, what: str, defaults: tuple[str, ...] = ()
+) -> None:
     """``--propose NAME``, repeatable: a proposer of the engine's table (its ``masks`` entry is
     spelled ``--regions-mask``/``--regions-masks``), whose regions become handcrafted regions
-    named as proposed. ``what``: where they go, for the help."""
+    named as proposed. ``what``: where they go, for the help. With ``defaults`` (the audit's),
+    the option is None when not given (:func:`proposers_given` resolves it) and ``none``
+    turns them off."""
     from limecraft_core.proposers import PROPOSERS
 
     names = [n for n in PROPOSERS if n != "masks"]
     listed = "; ".join(f"{n}: {PROPOSERS[n].help}" for n in names)
+    said = (
+        f". Default: {', '.join(defaults)} where its detector is installed; --propose none for "
+        "the superpixels alone"
+        if defaults
+        else ""
+    )
     parser.add_argument(
         "--propose",
         action="append",
-        default=[],
-        choices=names,
+        default=None if defaults else [],
+        choices=names + (["none"] if defaults else []),
         metavar="NAME",
         help=f"regions proposed by a detector, {what}, named as proposed; repeatable. "
-        f"{listed}. The text detector needs `pip install rapidocr-onnxruntime==1.4.4`",
+        f"{listed}. The text detector needs `pip install rapidocr-onnxruntime==1.4.4`{said}",
     )
+
+
+def proposers_given(given: list[str] | None) -> tuple[list[str], str]:
+    """The proposers to run from ``--propose`` (None: not given, the audit's defaults where
+    their detector is installed) and a note for the user on the defaults left out ('' if none)."""
+    from limecraft_core.proposers import (
+        AUDIT_PROPOSERS,
+        PROPOSERS,
+        audit_proposers,
+        check_proposer_names,
+    )
+
+    if given is None:
+        ready = audit_proposers()
+        off = [n for n in AUDIT_PROPOSERS if n not in ready]
+        if not off:
+            return ready, ""
+        pips = sorted({PROPOSERS[n].pip for n in off if PROPOSERS[n].pip})
+        return ready, (
+            f"regions proposed by {', '.join(off)} are off: their detector is not installed "
+            f"(run `{'`, `'.join(pips)}`; it needs Python < 3.13)"
+            + ("" if ready else "; superpixels only")
+        )
+    if "none" in given:
+        if len(set(given)) > 1:
+            raise LimecraftError("--propose none means no proposer: give it alone")
+        return [], ""
+    return check_proposer_names(list(dict.fromkeys(given))), ""
 
 
 def _explainer_names(s: str) -> tuple[str, ...]:

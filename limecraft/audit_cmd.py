@@ -10,6 +10,7 @@ from typing import Any
 
 from limecraft_core._validate import LimecraftError
 from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
+from limecraft_core.proposers import AUDIT_PROPOSERS
 
 from .args import (
     add_model_options,
@@ -18,6 +19,7 @@ from .args import (
     model_kwargs,
     onnx_inputs,
     positive_int,
+    proposers_given,
 )
 
 __all__ = ["audit_args", "audit_settings", "cmd_audit"]
@@ -48,7 +50,7 @@ def audit_args(au: argparse.ArgumentParser) -> None:
         "handcrafted region of its own (hand 1, hand 2, ...) beside the superpixels, e.g. the "
         "watermark command's masks/, so the audit says whether the model relies on them",
     )
-    add_propose_option(au, "for every image, beside the superpixels")
+    add_propose_option(au, "for every image, beside the superpixels", AUDIT_PROPOSERS)
     au.add_argument(
         "--truth",
         metavar="CSV",
@@ -146,7 +148,6 @@ def _audit_images(
     any model is loaded."""
     from limecraft_core.io.audit_folder import AuditFolder
     from limecraft_core.io.dataset import list_images, match_masks
-    from limecraft_core.proposers import check_proposer_names
 
     files = list_images(a.images)
     if a.limit is not None:
@@ -157,7 +158,10 @@ def _audit_images(
             f"--expected-masks {a.expected_masks!r} has no mask named as any of the images "
             f"(e.g. {files[0][0]!r}: a mask named {Path(files[0][0]).stem}.png)"
         )
-    check_proposer_names(a.propose)  # a missing package, before the model loads
+    # a missing package, before the model loads; the defaults' is a note, not an error
+    a.propose, off = proposers_given(a.propose)
+    if off:  # said even with --quiet: the audit runs otherwise than its defaults say
+        sys.stderr.write(f"limecraft: {off}\n")
     own = match_masks(files, a.regions_masks, "--regions-masks") if a.regions_masks else {}
     if a.regions_masks and not own:
         raise LimecraftError(
@@ -190,7 +194,8 @@ def _audit_explain(
 
     inputs = {"model": a.model, "labels": a.labels, "arch": a.arch, **onnx_inputs(scorer)}
     bar = tqdm(total=len(todo), unit="img", desc="audit", disable=a.quiet or not todo)
-    counts = {"flagged": 0, "errors": 0}
+    counts = {"flagged": 0, "errors": 0, "proposed": 0}
+    routine = ("No text found.", "Left out ")  # every image says one: counted, not printed
 
     def save(outcome: Any) -> None:  # in the image's thread, beside the others' explanations
         folder.write(outcome, key, top_k=a.top_k, inputs=inputs)
@@ -199,10 +204,15 @@ def _audit_explain(
         rows[outcome.row.key] = outcome.row
         if not a.quiet and outcome.input is not None:
             for note in outcome.input.notes:
-                bar.write(f"{outcome.row.file}: {note}")
+                if not note.startswith(routine):
+                    bar.write(f"{outcome.row.file}: {note}")
         counts["flagged"] += outcome.row.flagged
         counts["errors"] += not outcome.row.ok
-        bar.set_postfix_str(f"{counts['flagged']} flagged, {counts['errors']} errors")
+        counts["proposed"] += bool(outcome.input is not None and outcome.input.regions)
+        bar.set_postfix_str(
+            f"{counts['flagged']} flagged, {counts['errors']} errors"
+            + (f", {counts['proposed']} with proposed regions" if a.propose else "")
+        )
         bar.update(1)
 
     try:

@@ -15,10 +15,14 @@ covers almost the whole image (over :data:`MAX_COVER` of it) or only a few pixel
 
 The proposers:
 
-- ``text``: the detector's text lines, each box grown by :data:`TEXT_GROW` px and joined with
-  those it then overlaps; named by what the recogniser reads inside (``text: 捷径捷径``), else
-  ``text 1``, ``text 2``. Detection runs at a working size (:func:`working_size`) and once per
-  image: results are cached by a digest of the image's pixels.
+- ``text``: the detector's text lines (:mod:`.text_detector`), each box grown by
+  :data:`TEXT_GROW` px and joined with those it then overlaps; named by what the recogniser
+  reads inside (``text: 捷径捷径``), else ``text 1``, ``text 2``. Detection runs at a working
+  size (:func:`working_size`) and once per image.
+- ``text-lines``: the same, only where the recogniser read at least :data:`LINE_CHARS`
+  characters in one box: a word. A lone glyph is left out (with a note): on drawn shapes, tags
+  and logos the detector finds "text" (a star read as ``★``, a square tag as ``口``). The
+  audit's default (:data:`AUDIT_PROPOSERS`).
 - ``watermark`` / ``watermark-box``: where LIMEcraft's own watermark edit puts the ImageNet-W
   text on an image of this size (its pixels grown by 2 px, or its bounding box); no detection.
 - ``masks``: the analyst's own regions, one per non-zero value of a mask given as ``given=``
@@ -27,18 +31,18 @@ The proposers:
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from ._validate import LimecraftError
+from .text_detector import MAX_READ, TEXT_GROW, TEXT_PIP, TextLine, find_text, working_size
 
 __all__ = [
+    "AUDIT_PROPOSERS",
+    "LINE_CHARS",
     "MAX_COVER",
     "MIN_PIXELS",
     "PROPOSERS",
@@ -47,6 +51,7 @@ __all__ = [
     "Proposed",
     "Proposer",
     "ProposerFn",
+    "audit_proposers",
     "check_proposer_names",
     "propose",
     "watermark_proposer",
@@ -57,16 +62,11 @@ __all__ = [
 MAX_COVER = 0.9
 #: A proposal of fewer pixels than this is dropped: too small to judge.
 MIN_PIXELS = 16
-#: Pixels each detected text box is grown by on every side before boxes are joined.
-TEXT_GROW = 2
-#: The detector's working size: the shorter side is brought up to this (small images) ...
-WORK_MIN_SIDE = 576
-#: ... and the longer side down to at most this (huge images), keeping the aspect ratio.
-WORK_MAX_SIDE = 1024
-#: The pip command that installs the detector (its wheel needs Python < 3.13).
-TEXT_PIP = "pip install rapidocr-onnxruntime==1.4.4"
-#: Text boxes read by the recogniser, at most, per image (the rest keep ``text i`` names).
-_MAX_READ = 8
+#: The characters, at least, that ``text-lines`` needs read in one box: a word, not a glyph.
+LINE_CHARS = 2
+#: The proposers an audit uses unless told otherwise (``--propose``; the Audit page): a
+#: thin artifact such as a watermark's text is then one region, not split by the superpixels.
+AUDIT_PROPOSERS: tuple[str, ...] = ("text-lines",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,152 +147,37 @@ class Proposer:
 # ------------------------------------------------------------------------------------- text
 
 
-_engine: Any = None
-_make_lock = threading.Lock()  # the engine is made once
-_run_lock = threading.Lock()  # RapidOCR keeps per-call state on itself: one call at a time
-_cache_lock = threading.Lock()
-_cache: OrderedDict[str, Proposed] = OrderedDict()
-_CACHE_SIZE = 64
-
-
-def _text_engine() -> Any:
-    """The one detector of this process (made on first use; its models load in about 1 s)."""
-    global _engine
-    with _make_lock:
-        if _engine is None:
-            try:
-                from rapidocr_onnxruntime import RapidOCR
-            except ImportError:
-                raise LimecraftError(
-                    "the text proposer needs the detector package: run "
-                    f"`{TEXT_PIP}` (it needs Python < 3.13)"
-                ) from None
-            # "max": the engine keeps the working size we give it (see working_size)
-            _engine = RapidOCR(det_limit_side_len=2000, det_limit_type="max")
-        return _engine
-
-
-def working_size(height: int, width: int) -> tuple[int, int]:
-    """(height, width) at which text is detected: the shorter side brought up to
-    :data:`WORK_MIN_SIDE` px (the detector misses the text of a 224 px photo at its own size),
-    then the longer side brought down to :data:`WORK_MAX_SIDE` px (a 4000×3000 photo is
-    searched at 1024×768, so its smallest text may be missed, but it takes about a second)."""
-    scale = max(1.0, WORK_MIN_SIDE / max(1, min(height, width)))
-    scale = min(scale, WORK_MAX_SIDE / max(height, width))
-    return max(1, round(height * scale)), max(1, round(width * scale))
-
-
-def _digest(image: np.ndarray) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(repr(image.shape).encode())
-    h.update(np.ascontiguousarray(image).tobytes())
-    return h.hexdigest()
-
-
-def _detect(image: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """The detected text boxes as (top, left, bottom, right) in the image's pixels."""
-    from PIL import Image
-
-    h, w = image.shape[:2]
-    wh, ww = working_size(h, w)
-    work = image if (wh, ww) == (h, w) else np.asarray(Image.fromarray(image).resize((ww, wh)))
-    bgr = np.ascontiguousarray(work[..., ::-1])
-    engine = _text_engine()
-    with _run_lock:
-        quads, _ = engine(bgr, use_cls=False, use_rec=False)
-    boxes = []
-    for quad in quads or ():
-        q = np.asarray(quad, dtype=np.float64)
-        top, bottom = q[:, 1].min() * h / wh, q[:, 1].max() * h / wh
-        left, right = q[:, 0].min() * w / ww, q[:, 0].max() * w / ww
-        boxes.append((int(np.floor(top)), int(np.floor(left)), int(np.ceil(bottom)),
-                      int(np.ceil(right))))  # fmt: skip
-    return boxes
-
-
-def _grow(box: tuple[int, int, int, int], px: int, h: int, w: int) -> tuple[int, int, int, int]:
-    top, left, bottom, right = box
-    return max(0, top - px), max(0, left - px), min(h, bottom + px), min(w, right + px)
-
-
-def _join(boxes: list[tuple[int, int, int, int]]) -> list[list[int]]:
-    """Groups of box indices, each group the boxes that overlap (transitively)."""
-    parent = list(range(len(boxes)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, (t1, l1, b1, r1) in enumerate(boxes):
-        for j in range(i):
-            t2, l2, b2, r2 = boxes[j]
-            if t1 < b2 and t2 < b1 and l1 < r2 and l2 < r1:
-                parent[root(i)] = root(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(boxes)):
-        groups.setdefault(root(i), []).append(i)
-    return sorted(groups.values(), key=lambda g: (min(boxes[i][0] for i in g), g[0]))
-
-
-def _read(image: np.ndarray, box: tuple[int, int, int, int]) -> tuple[str, float]:
-    """What the recogniser reads inside ``box`` ('' where nothing), with its confidence."""
-    top, left, bottom, right = box
-    crop = np.ascontiguousarray(image[top:bottom, left:right][..., ::-1])
-    if crop.shape[0] < 4 or crop.shape[1] < 4:
-        return "", 0.0
-    engine = _text_engine()
-    with _run_lock:
-        found, _ = engine(crop, use_det=False, use_cls=False, use_rec=True)
-    if not found:
-        return "", 0.0
-    text, score = found[0][0], found[0][1]
-    return str(text).strip(), float(score)
-
-
 def _text(image: np.ndarray, given: np.ndarray | None = None) -> Proposed:
     """The detector's text lines, grown, joined where they overlap and named by what the
-    recogniser reads. Cached by a digest of the image's pixels, so it runs once per image."""
-    key = _digest(image)
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    found = _text_uncached(image)
-    with _cache_lock:
-        _cache[key] = found
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return found
+    recogniser reads (:func:`.text_detector.find_text`, once per image)."""
+    return _text_proposed(find_text(image), "text", min_read=0)
 
 
-def _text_uncached(image: np.ndarray) -> Proposed:
-    h, w = image.shape[:2]
-    boxes = [_grow(b, TEXT_GROW, h, w) for b in _detect(image)]
-    boxes = [b for b in boxes if b[2] > b[0] and b[3] > b[1]]
-    if not boxes:
+def _text_lines(image: np.ndarray, given: np.ndarray | None = None) -> Proposed:
+    """The ``text`` proposer's regions where the recogniser read :data:`LINE_CHARS` or more
+    characters in one box: a word, not a lone glyph (a drawn star, a tag, a logo) or nothing."""
+    return _text_proposed(find_text(image), "text-lines", min_read=LINE_CHARS)
+
+
+def _text_proposed(lines: tuple[TextLine, ...], proposer: str, min_read: int) -> Proposed:
+    """Proposals of ``proposer`` from the text lines, leaving out (with a note) each line whose
+    longest read is under ``min_read`` characters."""
+    if not lines:
         return Proposed((), ("No text found.",))
-    groups = _join(boxes)
     notes = []
-    if len(groups) == 1 and len(boxes) > 1:
-        notes.append(
-            f"text: found {len(boxes)} text lines, none of them apart: they make one region."
-        )
+    boxes = sum(t.boxes for t in lines)
+    if len(lines) == 1 and boxes > 1:
+        notes.append(f"text: found {boxes} text lines, none of them apart: they make one region.")
     proposals = []
-    for i, group in enumerate(groups, 1):
-        mask = np.zeros((h, w), bool)
-        reads, scores = [], []
-        for j in group:
-            top, left, bottom, right = boxes[j]
-            mask[top:bottom, left:right] = True
-            if i <= _MAX_READ:
-                text, score = _read(image, boxes[j])
-                if text:
-                    reads.append(text)
-                    scores.append(score)
-        name = f"text: {' '.join(reads)}" if reads else f"text {i}"
-        proposals.append(Proposal(name, mask, float(np.mean(scores)) if scores else 0.0, "text"))
+    for i, t in enumerate(lines, 1):
+        name = f"text: {' '.join(t.reads)}" if t.reads else f"text {i}"
+        if t.longest_read < min_read:
+            why = (f"it reads as fewer than {min_read} characters" if t.read else
+                   f"not read (the recogniser reads the first {MAX_READ} text regions of an image)")  # fmt: skip
+            notes.append(f"Left out {name}: {why}.")
+            continue
+        score = float(np.mean(t.scores)) if t.scores else 0.0
+        proposals.append(Proposal(name, t.mask, score, proposer))
     return Proposed(tuple(_unique_names(proposals)), tuple(notes))
 
 
@@ -361,6 +246,13 @@ PROPOSERS: dict[str, Proposer] = {
             pip=TEXT_PIP,
         ),
         Proposer(
+            "text-lines",
+            f"the text proposer's regions that read as a word ({LINE_CHARS} characters or more)",
+            _text_lines,
+            requires="rapidocr_onnxruntime",
+            pip=TEXT_PIP,
+        ),
+        Proposer(
             "watermark",
             "where LIMEcraft's watermark edit puts the ImageNet-W text (its pixels, grown 2 px)",
             watermark_proposer(),
@@ -384,6 +276,16 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _ready(p: Proposer) -> bool:
+    """Whether ``p``'s package, if it needs one, is installed here."""
+    return not p.requires or _installed(p.requires)
+
+
+def audit_proposers() -> list[str]:
+    """:data:`AUDIT_PROPOSERS` whose packages are installed here (the audit's default)."""
+    return [n for n in AUDIT_PROPOSERS if _ready(PROPOSERS[n])]
+
+
 def check_proposer_names(names: Sequence[str], what: str = "proposer") -> list[str]:
     """``names`` if each is in :data:`PROPOSERS` and its package is installed, else a
     LimecraftError listing the proposers, or naming the pip command that installs the package
@@ -392,7 +294,7 @@ def check_proposer_names(names: Sequence[str], what: str = "proposer") -> list[s
         if n not in PROPOSERS:
             raise LimecraftError(f"{what} must be one of {', '.join(PROPOSERS)}; got {n!r}")
         p = PROPOSERS[n]
-        if p.requires and not _installed(p.requires):
+        if not _ready(p):
             raise LimecraftError(
                 f"the {n} proposer needs the package {p.requires}: run `{p.pip}`"
                 " (it needs Python < 3.13)"

@@ -27,7 +27,7 @@ from limecraft_core.audit.proof import CAUSE_MARGIN
 from limecraft_core.io import audit_folder, dataset
 from limecraft_core.io.audit_folder import LoadedAudit
 from limecraft_core.io.audit_report import data_url
-from limecraft_core.proposers import check_proposer_names
+from limecraft_core.proposers import AUDIT_PROPOSERS, audit_proposers, check_proposer_names
 from pages.lib import analysis as A
 from pages.lib import audits, config_form, display, frame, identity, propose_view, state, truth_view
 from pages.lib.session import session
@@ -77,16 +77,21 @@ def settings_controls() -> lc.ExplainConfig:
 
 
 def proposer_control() -> None:
-    """Detectors whose regions every image gets beside the superpixels (none by default: see
-    docs/audit.md, "Why text proposals are not on by default")."""
+    """Detectors whose regions every image gets beside the superpixels: the audit's default
+    (text that reads as a word, where the detector is installed; docs/audit.md)."""
     st.multiselect(
-        "Regions proposed by a detector", propose_view.offered(), default=[], key="audit_propose",
+        "Regions proposed by a detector", propose_view.offered(),
+        default=audit_proposers(), key="audit_propose",
         format_func=lambda n: f"{n}: {lc.PROPOSERS[n].help}",
         placeholder="None: superpixels only",
         help="Each image gets the detector's regions, named as proposed, beside the "
         "superpixels: a thin artifact (a watermark's text) becomes one region that the audit "
-        "can group across images. For photos, add text; the demo set's tags need none.",
+        "can group across images. text-lines leaves out a lone glyph (a drawn star, a tag).",
     )  # fmt: skip
+    if off := [n for n in AUDIT_PROPOSERS if n not in audit_proposers()]:  # e.g. Python 3.13
+        st.caption(f"The audit's default, {', '.join(off)}, is off here: its detector is not "
+                   f"installed (`{lc.PROPOSERS[off[0]].pip}`, Python < 3.13). The audit runs on "
+                   "superpixels alone.")  # fmt: skip
 
 
 def start(source: str, cfg: lc.ExplainConfig) -> None:

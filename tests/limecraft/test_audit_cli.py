@@ -30,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 #: Samples per image where what a test checks is the run itself (files, rows, resume, signals),
 #: not what the explanations find: 100 (over the ~40 regions of an image) take every stage of
-#: the run as 200 did. The test of what the audit finds runs at the default N (400).
-FAST = ["--samples", "100"]
+#: the run as 200 did; and no proposers (the text detector's regions are
+#: tests/limecraft/test_propose_cli.py's subject). The test of what the audit finds runs at
+#: N = 400 with the audit's default proposers.
+FAST = ["--samples", "100", "--propose", "none"]
 #: Images of the demo set, half of them conflict images (tag and shape of different classes).
 #: bench/bench_audit.py scores the flags on 60 images at N=500; here a smaller set is enough
 #: to hold the same precision and recall bars (at this seed the model follows the tag on every
@@ -86,8 +88,9 @@ def demo_set(folder: Path, count: int, seed: int) -> Path:
     return folder
 
 
-def audit(data: Path, out: Path, *more: str, masks: bool = True) -> Result:
-    args = ["audit", str(data / "images"), "--model", "demo", "--out", str(out), *FAST, *more]
+def audit(data: Path, out: Path, *more: str, masks: bool = True, fast: bool = True) -> Result:
+    args = ["audit", str(data / "images"), "--model", "demo", "--out", str(out)]
+    args += [*FAST, *more] if fast else list(more)
     if masks:
         args += ["--expected-masks", str(data / "masks")]
     return run(*args)
@@ -135,7 +138,7 @@ def test_the_audit_finds_the_shortcut_in_the_demo_set(mixed, tmp_path):
         "file,artifact\n"
         + "".join(f"{f},{int(e['mode'] == 'conflict')}\n" for f, e in labels.items())
     )
-    p = audit(mixed, out, "--samples", "400", "--truth", str(truth))  # the default N
+    p = audit(mixed, out, "--samples", "400", "--truth", str(truth), fast=False)  # text-lines
     assert p.returncode == 0, p.stderr
     rows = rows_of(out)
     assert len(rows) == COUNT and all(r["status"] == "ok" for r in rows)

@@ -141,6 +141,37 @@ def test_the_resume_key_takes_the_proposers_and_the_regions_masks(marked_set, tm
         assert code == 0 and "already finished" not in stdout, stdout
 
 
+@pytest.mark.slow  # three audits of two images, the detector's models load
+def test_the_audit_proposes_text_lines_by_default_and_none_turns_it_off(
+    marked_set, tmp_path, monkeypatch
+):
+    """As it comes, the audit gives every image the text that reads as a word (the watermark's,
+    here); ``--propose none`` is superpixels alone, another resume key; without the detector's
+    package the default is off, and the audit says so and runs."""
+    out = tmp_path / "audit"
+    code, _, err = audit(marked_set, out)
+    assert code == 0, err
+    doc = json.loads((out / "audit.json").read_text())
+    assert doc["source"]["propose"] == ["text-lines"]
+    found = []
+    for folder in sorted((out / "images").iterdir()):
+        ex = json.loads((folder / "explanation.json").read_text())
+        found += [(r["name"], r["origin"]) for r in ex["regions"] if r["key"].startswith("hand:")]
+    assert found and all(o == "proposed:text-lines" for _, o in found), found
+    assert any(n.startswith("text: 捷") for n, _ in found), found  # the watermark, read
+    code, stdout, err = run("audit", str(marked_set / "images"), "--out", str(out),
+                            *FAST[:-1], "--propose", "none", "--resume")  # fmt: skip
+    assert code == 0 and "already finished" not in stdout, stdout  # not the same work
+    assert json.loads((out / "audit.json").read_text())["source"]["propose"] == []
+    code, _, err = audit(marked_set, tmp_path / "b", "--propose", "none", "--propose", "text")
+    assert code == 2 and "--propose none means no proposer: give it alone" in err, err
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # as if not installed
+    code, _, err = audit(marked_set, tmp_path / "c")
+    assert code == 0 and "regions proposed by text-lines are off" in err, err
+    assert "pip install rapidocr-onnxruntime==1.4.4" in err and "superpixels only" in err
+    assert json.loads((tmp_path / "c" / "audit.json").read_text())["source"]["propose"] == []
+
+
 def test_regions_masks_that_match_no_image_are_refused(marked_set, tmp_path):
     code, _, err = audit(marked_set, tmp_path / "a", "--regions-masks", str(tmp_path))
     assert code == 2 and "--regions-masks" in err and "has no mask named as any" in err, err

@@ -14,6 +14,7 @@ from skimage import data
 
 import limecraft_core as lc
 from limecraft_core import proposers as P
+from limecraft_core import text_detector as TD
 from limecraft_core._validate import LimecraftError
 from limecraft_core.io.masks_folder import read_regions_mask
 
@@ -32,7 +33,7 @@ def marked() -> lc.Watermark:
 @pytest.fixture(scope="module")
 def detector():
     pytest.importorskip("rapidocr_onnxruntime", reason="the text detector is not installed")
-    return P._text_engine()
+    return TD._text_engine()
 
 
 def best_text_iou(found: lc.Proposed, box: np.ndarray) -> float:
@@ -49,9 +50,51 @@ def test_text_on_a_watermarked_photo_is_proposed_at_the_watermarks_box(marked, d
 
 def test_detection_runs_once_per_image(marked, detector, monkeypatch):
     lc.propose(marked.image, ["text"])
-    monkeypatch.setattr(P, "_detect", lambda image: pytest.fail("detected again"))
+    monkeypatch.setattr(TD, "_detect", lambda image: pytest.fail("detected again"))
     again = lc.propose(marked.image.copy(), ["text"])  # same pixels, another array
     assert best_text_iou(again, marked.box_mask()) >= 0.5
+
+
+def test_text_lines_keeps_a_word_and_leaves_out_a_lone_glyph_with_a_note(marked, detector):
+    """The audit's default: the watermark's text stays one region; a demo image's drawn star
+    and square tag, which the detector also finds (read as ★ and 口), are left out."""
+    lines = lc.propose(marked.image, ["text-lines"])
+    assert best_text_iou(lines, marked.box_mask()) == 0.0  # its proposer is text-lines, not text
+    best = max(lines.proposals, key=lambda p: iou(p.mask, marked.box_mask()))
+    assert iou(best.mask, marked.box_mask()) >= 0.5 and best.name.startswith("text: 捷径")
+    assert best.origin == "proposed:text-lines"
+    from models import demo
+
+    shapes = demo.generate(1, seed=0, mode="aligned")[0].image
+    found = lc.propose(shapes, ["text"])
+    assert found.names == ["text: ★", "text: 口"]  # measured: the star and the tag
+    kept = lc.propose(shapes, ["text-lines"])
+    assert kept.proposals == ()
+    assert kept.notes == (
+        "Left out text: ★: it reads as fewer than 2 characters.",
+        "Left out text: 口: it reads as fewer than 2 characters.",
+    )
+    assert P.AUDIT_PROPOSERS == ("text-lines",) and P.audit_proposers() == ["text-lines"]
+
+
+def test_text_lines_says_why_it_left_a_line_out(monkeypatch):
+    """A line read as one glyph, and a line the recogniser never read (past the first
+    MAX_READ of an image), are each left out with the reason that holds."""
+    box = np.zeros((40, 40), bool)
+    box[5:15, 5:30] = True
+    lines = (
+        TD.TextLine(box, ("捷径",), (0.9,), 1),
+        TD.TextLine(box, ("★",), (0.8,), 1),
+        TD.TextLine(box, (), (), 1, read=False),
+    )
+    monkeypatch.setattr(P, "find_text", lambda image: lines)
+    found = lc.propose(np.zeros((40, 40, 3), np.uint8), ["text-lines"])
+    assert found.names == ["text: 捷径"]
+    assert found.notes == (
+        "Left out text: ★: it reads as fewer than 2 characters.",
+        f"Left out text 3: not read (the recogniser reads the first {TD.MAX_READ} text "
+        "regions of an image).",
+    )
 
 
 def test_a_flat_image_gives_no_text_and_says_so(detector):
@@ -93,10 +136,11 @@ def test_working_size_brings_small_images_up_and_huge_ones_down():
 
 
 def test_a_missing_detector_names_the_pip_command(monkeypatch):
-    monkeypatch.setattr(P, "_engine", None)
+    monkeypatch.setattr(TD, "_engine", None)
     monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # import fails
     with pytest.raises(LimecraftError, match=r"pip install rapidocr-onnxruntime==1\.4\.4"):
         lc.propose(np.random.default_rng(0).integers(0, 255, (40, 40, 3), np.uint8), ["text"])
+    assert P.audit_proposers() == []  # the audit then runs on superpixels alone, and says so
 
 
 def _toy(masks: dict[str, np.ndarray]) -> P.Proposer:
@@ -131,7 +175,9 @@ def test_almost_the_whole_image_and_a_few_pixels_are_dropped_with_the_numbers(mo
 
 
 def test_an_unknown_proposer_is_an_error_that_lists_them():
-    with pytest.raises(LimecraftError, match="text, watermark, watermark-box, masks; got 'ocr'"):
+    with pytest.raises(
+        LimecraftError, match="text, text-lines, watermark, watermark-box, masks; got 'ocr'"
+    ):
         lc.propose(np.zeros((20, 20, 3), np.uint8), ["ocr"])
 
 
@@ -168,9 +214,10 @@ def test_the_masks_proposer_makes_one_region_per_value(tmp_path):
         lc.propose(np.zeros((10, 10, 3), np.uint8), ["masks"], given=own)
 
 
-@pytest.mark.parametrize("name", [n for n in P.PROPOSERS if n != "text"])
+@pytest.mark.parametrize("name", [n for n in P.PROPOSERS if not n.startswith("text")])
 def test_every_proposer_gives_named_bool_masks_of_the_images_size(name):
-    """The battery over the table's entries (``text`` is tried above, with its detector)."""
+    """The battery over the table's entries (``text`` and ``text-lines`` are tried above, with
+    their detector)."""
     rng = np.random.default_rng(0)
     image = rng.integers(0, 255, (240, 320, 3), np.uint8)
     given = np.zeros((240, 320), np.int32)
