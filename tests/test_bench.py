@@ -490,6 +490,7 @@ def test_merge_bench_compares_accepts_the_suggestion_and_compares_again():
     import numpy as np
 
     import limecraft_core as lc
+    from limecraft_core._validate import as_float_image
     from models import demo, registry
 
     bm = _bench_module("bench_merge")
@@ -507,6 +508,15 @@ def test_merge_bench_compares_accepts_the_suggestion_and_compares_again():
         assert len(recs) == 2 and recs[1]["k"] == recs[0]["k"] - 1
     else:
         assert len(recs) == 1
+    # the answer known: the regions on the tag, merged into one, compared again
+    regs = lc.prepare_regions(as_float_image(s.image), cfg.segmentation)[0]
+    group = bm.box_group(regs.labels, s.tag_mask)
+    assert group and all(bm._inside(regs.labels, r, s.tag_mask) >= 0.5 for r in group)
+    assert all(bm._inside(regs.labels, r, s.tag_mask) < 0.5 for r in range(regs.n_regions)
+               if r not in group)  # fmt: skip
+    o = bm.oracle_photo(s.image, model, cfg, ("lime", "occlusion", "rise"), s.tag_mask, target)
+    assert o["group"] == group and o["k"] == regs.n_regions - max(len(group) - 1, 0)
+    assert 1 <= o["merged_rank"] <= o["k"] and isinstance(o["lime_top_on_watermark"], bool)
 
 
 def test_merge_bench_tally_keeps_a_photo_that_stopped_in_its_last_state():
@@ -527,6 +537,12 @@ def test_merge_bench_tally_keeps_a_photo_that_stopped_in_its_last_state():
     md = bm.markdown({"photos": 2, "machine": "m", "command": "c", "runtime": "r",
                       "samples": 9, "methods": ["lime"], "seconds": 1.0, "tally": t})  # fmt: skip
     assert "| superpixels alone | 1 of 2 |" in md and "| 1 merge round(s) | 2 of 2 |" in md
+    assert "answer known" not in md
+    oracle = [{"group": [3, 4, 5], "lime_top_on_watermark": True, "merged_rank": 1},
+              {"group": [7], "lime_top_on_watermark": False, "merged_rank": 9}]  # fmt: skip
+    md = bm.markdown({"photos": 2, "machine": "m", "command": "c", "runtime": "r", "samples": 9,
+                      "methods": ["lime"], "seconds": 1.0, "tally": t, "oracle": oracle})  # fmt: skip
+    assert "**1 of 2** (the merged region first in 1)" in md and "2.0 a photo" in md
 
 
 def test_trust_agreement_bench_judges_the_default_run_and_compares_the_methods(tmp_path, capsys):
