@@ -7,7 +7,8 @@ outputs and the surrogate's weights of each row) is kept. For each lead z and ca
 stop is then replayed on prefixes of that sample, at the sizes the engine checks
 (:attr:`~limecraft_core.config.SamplingConfig.step` for that cap, rounded up to the run's batch
 size, from the first check size on, skipping the checks that cannot pass as the engine does,
-:func:`limecraft_core.trust.next_check` with the lead tried): it stops at the first "stable" verdict of
+:func:`limecraft_core.trust.next_check` with the lead tried, and screening each check first by
+:func:`limecraft_core.trust.quick_lead` against half that lead): it stops at the first "stable" verdict of
 :func:`limecraft_core.trust.stream_stability` with that lead, else at the cap. The verdict
 there is judged against the case's cached 5-repeat reference by the calibration's own rule
 (:func:`bench_calibration.judge`). The rows of a prefix are exactly the rows an early-stopped
@@ -111,6 +112,11 @@ def replay(s: dict[str, Any], lead: float, cap: int) -> dict[str, Any]:
     n, step = first_and_step(cap, s["batch"], k)
     while True:
         n = min(n, cap)
+        if lead and n < cap:  # the engine's screen (trust.quick_lead, half the lead tried)
+            quick = trust.quick_lead(s["masks"][:n], s["y"][:n], s["sw"][:n], s["alpha"])
+            if quick < lead / 2:  # this check cannot pass: not made
+                n = trust.next_check(n, step, quick, firm=lead)
+                continue
         st = trust.stream_stability(
             s["masks"][:n], s["y"][:n], s["sw"][:n], s["alpha"], seed=s["seed"], lead=lead
         )

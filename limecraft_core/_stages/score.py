@@ -190,11 +190,18 @@ def _score_main_steps(
         tgt = _early_target(cfg, parts[0][0])
         y = torch.cat(parts)[:, tgt].double().cpu().numpy()
         sw = kernel(cosine_distance(ms.masks[:done])) * ms.weights[:done]
-        if judge:
+        early = s.early_stop is not None and judge and done < s.samples
+        # an early-stop check whose one-fit estimate of the lead is far from firm cannot pass:
+        # it is not made (trust.quick_lead), and the next is scheduled from that estimate
+        alpha = cfg.surrogate.ridge_alpha
+        quick = _trust.quick_lead(ms.masks[:done], y, sw, alpha) if early else None
+        if judge and (quick is None or quick >= _trust.SCREEN_LEAD):
             stream = stream_verdict(ms.masks[:done], y, sw, cfg)
-        if s.early_stop is not None and judge and done < s.samples:
-            checks.append(_trust.EarlyStopCheck.of(stream))
-            next_at = _trust.next_check(done, step, stream.conclusion_lead)
+            if early:
+                checks.append(_trust.EarlyStopCheck.of(stream))
+                next_at = _trust.next_check(done, step, stream.conclusion_lead)
+        elif early:
+            next_at = _trust.next_check(done, step, quick)
         halt = bool(s.early_stop is not None and checks and checks[-1].passes(s.early_stop))
         if partial is not None:  # the final one comes before the deltas and other checks
             w = fit_ridge(ms.masks[:done], y[:, None], sw, alpha=cfg.surrogate.ridge_alpha)

@@ -116,6 +116,7 @@ from .road import (
 )
 from .sampling import (
     LEAD_MARGIN,
+    SCREEN_LEAD,
     Convergence,
     EarlyStop,
     EarlyStopCheck,
@@ -123,6 +124,7 @@ from .sampling import (
     convergence,
     kernel_sweep,
     next_check,
+    quick_lead,
 )
 from .stability import (
     MASS_SHARE,
@@ -161,6 +163,7 @@ __all__ = [
     "MIN_SHARE",
     "ROAD_NOISE",
     "ROAD_STEPS",
+    "SCREEN_LEAD",
     "STABLE_CONCLUSION",
     "STABLE_JACCARD",
     "STABLE_W",
@@ -213,6 +216,7 @@ __all__ = [
     "name_regions",
     "next_check",
     "noisy_linear_imputation",
+    "quick_lead",
     "random_subsets",
     "rank_agreement",
     "regions_that_matter",
