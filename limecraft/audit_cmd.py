@@ -10,7 +10,7 @@ from typing import Any
 
 from limecraft_core._validate import LimecraftError
 from limecraft_core.config import AUDIT_DEFAULTS, IN_FLIGHT
-from limecraft_core.proposers import AUDIT_PROPOSERS
+from limecraft_core.proposers import AUDIT_PROPOSERS, ROUTINE_NOTES
 
 from .args import (
     add_model_options,
@@ -195,7 +195,6 @@ def _audit_explain(
     inputs = {"model": a.model, "labels": a.labels, "arch": a.arch, **onnx_inputs(scorer)}
     bar = tqdm(total=len(todo), unit="img", desc="audit", disable=a.quiet or not todo)
     counts = {"flagged": 0, "errors": 0, "proposed": 0}
-    routine = ("No text found.", "Left out ")  # every image says one: counted, not printed
 
     def save(outcome: Any) -> None:  # in the image's thread, beside the others' explanations
         folder.write(outcome, key, top_k=a.top_k, inputs=inputs)
@@ -204,7 +203,7 @@ def _audit_explain(
         rows[outcome.row.key] = outcome.row
         if not a.quiet and outcome.input is not None:
             for note in outcome.input.notes:
-                if not note.startswith(routine):
+                if not note.startswith(ROUTINE_NOTES):  # counted, not printed
                     bar.write(f"{outcome.row.file}: {note}")
         counts["flagged"] += outcome.row.flagged
         counts["errors"] += not outcome.row.ok

@@ -46,6 +46,7 @@ __all__ = [
     "MAX_COVER",
     "MIN_PIXELS",
     "PROPOSERS",
+    "ROUTINE_NOTES",
     "TEXT_GROW",
     "Proposal",
     "Proposed",
@@ -67,6 +68,11 @@ LINE_CHARS = 2
 #: The proposers an audit uses unless told otherwise (``--propose``; the Audit page): a
 #: thin artifact such as a watermark's text is then one region, not split by the superpixels.
 AUDIT_PROPOSERS: tuple[str, ...] = ("text-lines",)
+#: How the notes begin that a text proposer gives on almost every image (nothing found, a line
+#: left out): routine, so the audit's progress counts them rather than printing each.
+NO_TEXT = "No text found."
+LEFT_OUT = "Left out "
+ROUTINE_NOTES: tuple[str, ...] = (NO_TEXT, LEFT_OUT)
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,7 +169,7 @@ def _text_proposed(lines: tuple[TextLine, ...], proposer: str, min_read: int) ->
     """Proposals of ``proposer`` from the text lines, leaving out (with a note) each line whose
     longest read is under ``min_read`` characters."""
     if not lines:
-        return Proposed((), ("No text found.",))
+        return Proposed((), (NO_TEXT,))
     notes = []
     boxes = sum(t.boxes for t in lines)
     if len(lines) == 1 and boxes > 1:
@@ -174,7 +180,7 @@ def _text_proposed(lines: tuple[TextLine, ...], proposer: str, min_read: int) ->
         if t.longest_read < min_read:
             why = (f"it reads as fewer than {min_read} characters" if t.read else
                    f"not read (the recogniser reads the first {MAX_READ} text regions of an image)")  # fmt: skip
-            notes.append(f"Left out {name}: {why}.")
+            notes.append(f"{LEFT_OUT}{name}: {why}.")
             continue
         score = float(np.mean(t.scores)) if t.scores else 0.0
         proposals.append(Proposal(name, t.mask, score, proposer))

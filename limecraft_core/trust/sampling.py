@@ -218,8 +218,8 @@ def quick_lead(masks: np.ndarray, y: np.ndarray, sample_weights: np.ndarray, alp
     if tot <= 0 or k < 2:
         return 0.0
     ws = w / tot
-    xc = x - ws @ x
-    yc = np.asarray(y, np.float64) - ws @ np.asarray(y, np.float64)
+    yy = np.asarray(y, np.float64)
+    xc, yc = x - ws @ x, yy - ws @ yy
     xw = xc * ws[:, None]
     a_inv = np.linalg.pinv(xw.T @ xc + (alpha / tot) * np.eye(k))
     coef = a_inv @ (xw.T @ yc)
