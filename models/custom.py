@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torchvision.models as tvm
 
 from limecraft_core import LimecraftError
 from limecraft_core._validate import check_int
@@ -206,7 +205,9 @@ def _load_state_dict(path: Path, arch: str) -> torch.nn.Module:
     spec = ZOO[arch]
     kwargs = dict(spec.builder_kwargs)
     kwargs["num_classes"] = _num_classes(state)
-    model = getattr(tvm, arch)(weights=None, **kwargs)
+    from models.zoo import torchvision_models
+
+    model = getattr(torchvision_models(), arch)(weights=None, **kwargs)
     try:
         model.load_state_dict(state)
     except RuntimeError:

@@ -15,15 +15,26 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
-import torchvision.models as tvm
 
 from limecraft_core import LimecraftError
 
 from .source import Ask, ModelInfo, Source, served_by_ray
 
 __all__ = ["SOURCE", "ZOO", "ZooSpec", "build", "download_timeout", "weights_path"]
+
+if TYPE_CHECKING:
+    import torchvision.models as tvm
+
+
+def torchvision_models() -> Any:
+    """``torchvision.models``, imported when a zoo model is built or described: importing it
+    loads torch._dynamo (about 3 s), which the app, the CLI and the other models never need."""
+    import torchvision.models
+
+    return torchvision.models
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,7 @@ class ZooSpec:
 
     @property
     def weights(self) -> tvm.WeightsEnum:
-        return getattr(tvm, self.weights_enum).DEFAULT
+        return getattr(torchvision_models(), self.weights_enum).DEFAULT
 
     @property
     def input_size(self) -> int:
@@ -133,7 +144,7 @@ def build(name: str, *, pretrained: bool = True) -> torch.nn.Module:
     """
     spec = ZOO[name]
     if not pretrained:
-        return getattr(tvm, name)(weights=None, **dict(spec.builder_kwargs)).eval()
+        return getattr(torchvision_models(), name)(weights=None, **dict(spec.builder_kwargs)).eval()
     path = weights_path(name)
     if not path.exists():
         timeout = download_timeout()
@@ -149,7 +160,7 @@ def build(name: str, *, pretrained: bool = True) -> torch.nn.Module:
                     name, f"not in the cache, and the download failed: {type(e).__name__}"
                 )
             ) from None
-    model = getattr(tvm, name)(weights=None, **dict(spec.builder_kwargs))
+    model = getattr(torchvision_models(), name)(weights=None, **dict(spec.builder_kwargs))
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(state)

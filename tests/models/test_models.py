@@ -238,3 +238,22 @@ def test_loaded_models_are_shared(tmp_path):
     a = registry.load_module(str(p))
     b = registry.load_module(str(p))
     assert a is b
+
+
+def test_the_registry_imports_torchvision_only_to_build_a_zoo_model():
+    """``torchvision.models`` loads torch._dynamo, about 3 s of every app server's and command
+    line's start; the demo, ONNX, hub and EfficientNet-Lite0 models never need it, so only the
+    zoo's and the custom models' builders import it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, models.registry, serving; from models import zoo; "
+        "print('torchvision' in sys.modules, end=' '); "
+        "zoo.ZOO['resnet18'].categories; print('torchvision' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.split() == ["False", "True"], (r.stdout, r.stderr[-2000:])
