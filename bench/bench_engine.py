@@ -16,7 +16,9 @@ slow spell of this shared machine hits them alike); each figure is a median of -
 rounds, and each ratio is of two medians taken in the same run.
 
 ``--parts compose`` measures composition against the memory floor (issue 53, item 2): a batch
-of perturbed images composed, against a plain torch copy of the same bytes. ``--parts
+of perturbed images composed, against a plain torch copy of the same bytes, with the gather of
+the masks to pixels alone (its share) and the exact matrix-product formulation tried against it
+(fill + masks @ per-region differences: the same bits, slower at these sizes). ``--parts
 early-stop`` measures the early stop's own cost (issue 53, item 1): defaults against
 ``early_stop=None`` at N=1000 and at the default cap, on the two models above, a model that
 settles early (one patch's brightness, near-free), and with ``--lite0`` EfficientNet-Lite0.
@@ -219,17 +221,32 @@ def compose_floor(image: np.ndarray, segments: np.ndarray, rounds: int) -> dict[
     diff, labels = img - fill, torch.from_numpy(segments.astype(np.int64))
     rng = np.random.default_rng(0)
     out: dict[str, Any] = {}
+    k, flat = int(segments.max()) + 1, labels.reshape(-1)
+    # the formulations tried against it, each exact (the same bits): the gather alone (its
+    # share), and one matrix product, fill + masks @ D with D[k] = diff on region k, else 0
+    hot = torch.nn.functional.one_hot(flat, k).T.to(img.dtype)
+    row = fill.reshape(1, -1)
+    region_diff = (hot[:, None, :] * diff.reshape(1, 3, -1)).reshape(k, -1).contiguous()
     for b in (16, 64):
-        masks = torch.from_numpy(rng.random((b, int(segments.max()) + 1)) < 0.5)
+        masks = torch.from_numpy(rng.random((b, k)) < 0.5)
         buf, src = torch.empty(b, *img.shape), torch.rand(b, *img.shape)
+        flat_out = buf.view(b, -1)
         t = round_robin(
             {
                 "compose": lambda m=masks, o=buf: compose_batch(img, fill, labels, m, o, diff),
                 "copy": lambda o=buf, s=src: o.copy_(s),
+                "gather": lambda m=masks: m.to(img.dtype).index_select(1, flat),
+                "matmul": lambda m=masks, o=flat_out: torch.addmm(
+                    row, m.to(img.dtype), region_diff, out=o
+                ),
             },
             rounds * 20,
         )
-        out[f"batch {b}"] = {**t, "ratio": t["compose"] / t["copy"]}
+        same = torch.equal(
+            torch.addmm(row, masks.to(img.dtype), region_diff).view_as(buf),
+            compose_batch(img, fill, labels, masks, None, diff),
+        )
+        out[f"batch {b}"] = {**t, "ratio": t["compose"] / t["copy"], "matmul_exact": same}
         print(f"compose, batch {b}: {json.dumps(out[f'batch {b}'])}", flush=True)
     return out
 
@@ -268,7 +285,11 @@ def markdown(res: dict[str, Any]) -> str:
     for b, r in res.get("compose", {}).items():
         lines.append(
             f"\nComposition, {b} at 224 px: {1e3 * r['compose']:.2f} ms, a plain copy of the same "
-            f"bytes {1e3 * r['copy']:.2f} ms: **{r['ratio']:.2f}x** the floor"
+            f"bytes {1e3 * r['copy']:.2f} ms: **{r['ratio']:.2f}x** the floor; of it the "
+            f"gather of the masks to pixels {1e3 * r['gather']:.2f} ms; the same images as one "
+            f"matrix product (fill + masks @ per-region differences, "
+            f"{'the same bits' if r['matmul_exact'] else 'not the same bits'}) "
+            f"{1e3 * r['matmul']:.2f} ms"
         )
     return "\n".join(lines)
 
