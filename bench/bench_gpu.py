@@ -32,6 +32,7 @@ set_thread_policy()  # before torch loads (limecraft_core/threads.py)
 import argparse
 import json
 import platform
+import shutil
 import statistics
 import tempfile
 import time
@@ -141,12 +142,16 @@ def bench_audit_pace(args) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="lc-gpu-audit-"))
     argv = audit_argv(args, out)
     if args.dry:
+        out.rmdir()  # the dry run parses the command line only: nothing is left behind
         parsed = bench_audit.parse_args(argv)
         return {"dry": True, "argv": argv, "device": parsed.device}
     t = time.perf_counter()
-    if bench_audit.main(argv) != 0:
-        raise SystemExit("bench_audit.py failed")
-    res = json.loads((out / "audit.json").read_text())
+    try:
+        if bench_audit.main(argv) != 0:
+            raise SystemExit("bench_audit.py failed")
+        res = json.loads((out / "audit.json").read_text())
+    finally:
+        shutil.rmtree(out, ignore_errors=True)  # its images and work folder; the figures return
     return {
         "argv": argv,
         "seconds": time.perf_counter() - t,

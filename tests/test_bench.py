@@ -454,11 +454,18 @@ def test_audit_misses_names_why_a_changed_photo_is_not_listed(tmp_path):
     assert set(m.REASONS) == {want for *_, want in cases}
 
 
-def test_gpu_script_runs_its_dry_case_on_the_cpu(tmp_path):
+def test_gpu_script_runs_its_dry_case_on_the_cpu(tmp_path, monkeypatch):
     """bench/gpu.sh's run (bench_gpu.py) takes its whole path on one tiny CPU case, so that the
     prepared GPU command cannot rot: the explanation, the forward-only floor, the share above it
-    and the audit's command line (parsed by bench_audit.py, not run)."""
+    and the audit's command line (parsed by bench_audit.py, not run); it leaves no temporary
+    folder behind."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     _bench_main("bench_gpu", "--dry", "--out", str(tmp_path))
+    assert not list(scratch.iterdir())
     res = json.loads((tmp_path / "gpu_cpu_dry.json").read_text())
     (row,) = res["models"].values()
     assert row["model"] == "tiny" and row["samples"] == 40
