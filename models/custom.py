@@ -183,7 +183,7 @@ def _num_classes(state: dict[str, torch.Tensor]) -> int:
 
 
 def _load_state_dict(path: Path, arch: str) -> torch.nn.Module:
-    from models.zoo import ZOO
+    from models.zoo import ZOO, torchvision_models
 
     if arch not in ZOO:
         raise LimecraftError(f"unknown architecture {arch!r}; choose one of {', '.join(ZOO)}")
@@ -205,8 +205,6 @@ def _load_state_dict(path: Path, arch: str) -> torch.nn.Module:
     spec = ZOO[arch]
     kwargs = dict(spec.builder_kwargs)
     kwargs["num_classes"] = _num_classes(state)
-    from models.zoo import torchvision_models
-
     model = getattr(torchvision_models(), arch)(weights=None, **kwargs)
     try:
         model.load_state_dict(state)

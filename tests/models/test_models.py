@@ -247,13 +247,14 @@ def test_the_registry_imports_torchvision_only_to_build_a_zoo_model():
     import subprocess
     import sys
 
+    from conftest import ROOT
+
     code = (
         "import sys, models.registry, serving; from models import zoo; "
         "print('torchvision' in sys.modules, end=' '); "
         "zoo.ZOO['resnet18'].categories; print('torchvision' in sys.modules)"
     )
-    root = Path(__file__).resolve().parents[2]
     r = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 0 and r.stdout.split() == ["False", "True"], (r.stdout, r.stderr[-2000:])
