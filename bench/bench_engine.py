@@ -1,13 +1,23 @@
-"""Engine overhead against the lime package, side by side in one run, on two near-free models.
+"""Engine overhead against the lime package, side by side in one run, on three near-free models.
 
 Setup (issues 2 and 53): a 224x224 photo (scikit-image's chelsea), lime's default quickshift
-regions (both tools get the same label map), mean fill, N=1000. Two models of almost no cost,
-so that the overhead is what is measured (channel means through a linear layer, 10 classes):
+regions (both tools get the same label map), mean fill (each hidden region takes its own mean
+colour, as in lime), N=1000. Three models of almost no cost, so that the overhead is what is
+measured (10 classes each):
 
-* **no signal**: the layer's default (small) weights; hiding a region barely moves any score;
-* **signal everywhere**: the same layer with its weights drawn at 5x the scale, so that the
-  classes differ and every region matters a little; the lead never becomes firm, so the early
-  stop runs every check it schedules and stops nowhere.
+* **no signal**: the channel means through a linear layer with torch's default weights. Under
+  the mean fill the channel means never move, so its score is the same for every sample (to
+  the last bit): no region carries weight, and no check can pass;
+* **signal everywhere**: each channel's mean and mean square through a linear layer with its
+  weights drawn at 5x the scale: a hidden region loses its texture, so every region moves the
+  score; two regions lead firmly, and the early stop stops at its first check;
+* **noise everywhere**: a fixed random projection of the pixels wrapped by a fast sine: every
+  mask moves every score by a large, unstructured amount (R^2 about 0.03), no region leads,
+  and the early stop runs to the cap, screening every check it schedules.
+
+Until 2026-12-06 the signal-everywhere model was the channel means at 5x: under the mean fill
+its score did not move either (the engine now gives such a score no weights), so it measured a
+second model with no signal, not one with signal.
 
 On each: LIMEcraft with its defaults (early stop on, per-region deltas; only N, the fill and
 the seed given), LIMEcraft with ``early_stop=None``, and lime_image at each batch size in
@@ -20,7 +30,7 @@ of perturbed images composed, against a plain torch copy of the same bytes, with
 the masks to pixels alone (its share) and the exact matrix-product formulation tried against it
 (fill + masks @ per-region differences: the same bits, slower at these sizes). ``--parts
 early-stop`` measures the early stop's own cost (issue 53, item 1): defaults against
-``early_stop=None`` at N=1000 and at the default cap, on the two models above, a model that
+``early_stop=None`` at N=1000 and at the default cap, on the three models above, a model that
 settles early (one patch's brightness, near-free), and with ``--lite0`` EfficientNet-Lite0.
 
     nice -n 5 python bench/bench_engine.py                    # the table against lime, JSON
@@ -43,6 +53,7 @@ import contextlib
 import io
 import json
 import statistics
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -58,7 +69,9 @@ SIGNAL_SCALE = 5.0
 
 
 class ChannelMeans(torch.nn.Module):
-    """Almost free: the mean colour of the image through a linear layer (weights x ``scale``)."""
+    """Almost free: the mean colour of the image through a linear layer (weights x ``scale``).
+    Under the mean fill its score is the same for every sample: each hidden region takes its
+    own mean colour, so the channel means do not move (the scores are equal to the last bit)."""
 
     def __init__(self, classes: int = 10, scale: float = 1.0) -> None:
         super().__init__()
@@ -68,6 +81,41 @@ class ChannelMeans(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(x.mean(dim=(2, 3)))
+
+
+class ChannelMoments(torch.nn.Module):
+    """Almost free, with signal under the mean fill: each channel's mean and mean square
+    through a linear layer (weights x ``scale``). A hidden region loses its texture (its pixels
+    take their mean), so every region moves the mean squares by its own variance."""
+
+    def __init__(self, classes: int = 10, scale: float = 1.0) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(6, classes)
+        with torch.no_grad():
+            self.fc.weight.mul_(scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.cat([x.mean(dim=(2, 3)), (x * x).mean(dim=(2, 3))], 1))
+
+
+class Scrambled(torch.nn.Module):
+    """Almost free, its scores move with every mask but follow no region: a fixed random
+    projection of every ``stride``-th pixel of a ``size`` x ``size`` image, wrapped by a fast
+    sine. Hiding any region moves every class's score by a large, unstructured amount, so no
+    region leads firmly and the early stop runs every check it schedules."""
+
+    def __init__(self, classes: int = 10, size: int = 224, stride: int = 4) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.stride = stride
+        side = -(-size // stride)
+        self.p = torch.nn.Parameter(
+            torch.randn(3 * side * side, classes, generator=g), requires_grad=False
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = self.stride
+        return torch.sin(x[:, :, ::s, ::s].flatten(1) @ self.p * 200.0) * 3.0
 
 
 class OnePatch(torch.nn.Module):
@@ -80,11 +128,15 @@ class OnePatch(torch.nn.Module):
 
 
 def near_free_models() -> dict[str, torch.nn.Module]:
-    """The two near-free models, seeded (the same weights every run)."""
+    """The three near-free models, seeded (the same weights every run)."""
     torch.manual_seed(0)
     quiet = ChannelMeans().eval()
     torch.manual_seed(0)
-    return {"no signal": quiet, "signal everywhere": ChannelMeans(scale=SIGNAL_SCALE).eval()}
+    return {
+        "no signal": quiet,
+        "signal everywhere": ChannelMoments(scale=SIGNAL_SCALE).eval(),
+        "noise everywhere": Scrambled().eval(),
+    }
 
 
 def round_robin(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
@@ -294,7 +346,7 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -308,7 +360,7 @@ def main() -> None:
     )
     ap.add_argument("--lite0", action="store_true", help="EfficientNet-Lite0 in early-stop")
     ap.add_argument("--json", default="bench/results/engine.json")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     image = chelsea()
     # lime's own default segmentation, computed once and handed to both tools.
@@ -329,7 +381,8 @@ def main() -> None:
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

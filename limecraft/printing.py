@@ -61,7 +61,7 @@ def print_summary(result: Any, output_space: str, k: int) -> None:
             f"delta={_num(result.deltas[0, r], '+.4f')}"
         )
     rest = result.n_regions - len(chosen.ids)
-    if rest:
+    if rest and chosen.ids:
         print(
             f"{rest} other regions are not tinted (under {render.MIN_SHARE:.0%} of the largest "
             f"|weight| or beyond the top {k} of their side); explanation.json lists every region"

@@ -154,7 +154,18 @@ def _signed_top(v: np.ndarray, k: int) -> frozenset[tuple[int, float]]:
 
 def _sentence(values: Mapping[str, np.ndarray], k: int, region_names: Sequence[str]) -> str:
     """The largest group with the same top-k regions and signs, then each other method: "LIME,
-    KernelSHAP and occlusion agree on the top 3 and their signs; RISE puts region 4 first"."""
+    KernelSHAP and occlusion agree on the top 3 and their signs; RISE puts region 4 first".
+    A method that gives every region 0 ranks none first: it is named apart."""
+    zero = [n for n, v in values.items() if not np.any(v)]
+    if len(zero) == len(values):
+        every = "every method gives" if len(zero) > 1 else f"{zero[0]} gives"
+        return (
+            f"No method finds a region that matters: {every} every region 0 (hiding regions "
+            "does not change the score)."
+        )
+    if zero:
+        rest = _sentence({n: v for n, v in values.items() if n not in zero}, k, region_names)
+        return f"{rest[:-1]}; {_names(zero)} give{'s' if len(zero) == 1 else ''} every region 0."
     groups: dict[frozenset[tuple[int, float]], list[str]] = {}
     for name, v in values.items():
         groups.setdefault(_signed_top(v, k), []).append(name)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._validate import MAX_PIXELS
 
 __all__ = ["LIMITS", "PARAM_RANGES", "SCHEMES", "SEGMENTERS", "THRESHOLDS", "Limit"]
@@ -92,6 +94,20 @@ LIMITS: dict[str, Limit] = {
 
 # Verdict thresholds. Stability over repeats (and the early-stop rule, which applies the
 # "stable" line to two halves of one sample): see limecraft_core.trust.
+#: A score that varies by at most this many float32 steps of its largest |value| over the
+#: samples is the same for every sample (float32 cannot tell those values apart): the ridge
+#: surrogate gives it no weights (``surrogate.flat_columns``), not the rounding of its centring.
+FLAT_SCORE_ULPS = 4
+
+
+def flat_scores(spread: np.ndarray, largest: np.ndarray) -> np.ndarray:
+    """Whether scores whose max - min over the samples is ``spread`` and whose largest |value|
+    is ``largest`` are the same for every sample (:data:`FLAT_SCORE_ULPS`)."""
+    return np.asarray(spread) <= FLAT_SCORE_ULPS * float(np.finfo(np.float32).eps) * np.asarray(
+        largest
+    )
+
+
 THRESHOLDS: dict[str, float] = {
     # the regions that matter: the fewest carrying this share of the |mean weight| ...
     "matter_mass_share": 0.5,

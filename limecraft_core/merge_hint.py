@@ -231,7 +231,9 @@ def merge_hint(
             "explain again."
         )
         return MergeHint((hit.a, hit.b), hit.index, estimator, threshold, tuple(tested), sentence)
-    if not disputed:
+    if scale <= 0:
+        sentence = "No method finds a region that matters: nothing to merge."
+    elif not disputed:
         sentence = "The methods agree: nothing to merge."
     elif not tested:
         sentence = "No adjacent pair among the disputed regions could be tested: nothing to merge."

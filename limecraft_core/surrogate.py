@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ._validate import LimecraftError, check_float
+from .limits import flat_scores
 
 __all__ = [
     "Kernel",
@@ -96,6 +97,15 @@ class SurrogateFit:
     local_prediction: np.ndarray
 
 
+def flat_columns(y: torch.Tensor) -> torch.Tensor:
+    """(L,) bool: the columns of the (N, L) scores ``y`` that are the same for every sample
+    (:func:`~limecraft_core.limits.flat_scores`)."""
+    spread, largest = y.amax(0) - y.amin(0), y.abs().amax(0)
+    return torch.as_tensor(
+        flat_scores(spread.cpu().numpy(), largest.cpu().numpy()), device=y.device
+    )
+
+
 def fit_ridge(
     masks: np.ndarray | torch.Tensor,
     outputs: np.ndarray | torch.Tensor,
@@ -144,6 +154,9 @@ def fit_ridge(
         coef = torch.linalg.solve(a, b)
     except RuntimeError:  # singular (alpha = 0 and too few distinct samples)
         coef = torch.linalg.pinv(a) @ b
+    # a class whose score is the same for every sample has no weights: what the solve returns
+    # there is the rounding of the centring (about 1e-29), not a weight (:func:`flat_columns`)
+    coef[:, flat_columns(y)] = 0.0
     intercept = ym - xm @ coef
     pred = x @ coef + intercept
     ss_res = ws @ (y - pred) ** 2

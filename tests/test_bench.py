@@ -48,8 +48,8 @@ def _bench_main(script: str, *argv: str) -> None:
     assert rc == 0
 
 
-# At 120 samples the almost free model's bf16 scores can be all equal (bf16 keeps 8 bits of the
-# mean colour's small changes), and its Spearman row is then nan with scipy's warning, as a user
+# At 120 samples the almost free model's bf16 scores can be all equal (bf16 keeps 8 bits of its
+# inputs' small changes), and its Spearman row is then nan with scipy's warning, as a user
 # running the same command sees it on stderr.
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 def test_run_all_writes_markdown_and_json(tmp_path):
@@ -452,6 +452,50 @@ def test_audit_misses_names_why_a_changed_photo_is_not_listed(tmp_path):
     assert [why for why, _ in got] == [want for *_, want in cases]
     assert got[3][1]["weight"] == -0.2 and got[3][1]["rank"] == 1 and got[3][1]["iou"] == 1.0
     assert set(m.REASONS) == {want for *_, want in cases}
+
+
+def test_engine_bench_runs_every_near_free_model_against_lime_and_times_composition(tmp_path):
+    """bench_engine.py's three parts at a small N: the table against lime on the three
+    near-free models, the early stop's cost, and composition against a copy. The models are
+    what their names say: no signal gives no weight at all, signal everywhere settles, and
+    noise everywhere moves the scores without a region leading (it runs to the end)."""
+    out = tmp_path / "engine.json"
+    _bench_main(
+        "bench_engine",
+        "--samples", "200",
+        "--repeats", "1",
+        "--lime-batch-sizes", "64",
+        "--parts", "lime,early-stop,compose",
+        "--json", str(out),
+    )  # fmt: skip
+    res = json.loads(out.read_text())
+    rows = res["against_lime"]
+    assert set(rows) == {"no signal", "signal everywhere", "noise everywhere"}
+    for row in rows.values():
+        assert row["ratio_defaults"] > 0 and row["lime_best"] == "lime batch 64"
+    assert rows["no signal"]["samples_used"] == 200 and rows["no signal"]["checks_at"] == []
+    assert rows["noise everywhere"]["samples_used"] == 200
+    es = res["early_stop_cost"]
+    assert {r["model"] for r in es.values()} == {*rows, "settles early"}
+    cap = next(r for r in es.values() if r["model"] == "signal everywhere" and r["samples"] > 1000)
+    assert cap["samples_used"] < cap["samples"]  # it settles before the cap
+    assert res["compose"] and all(r["ratio"] > 0 for r in res["compose"].values())
+
+
+def test_bench_models_without_and_with_signal_are_what_their_names_say():
+    """The no-signal model's score is the same for every sample under the mean fill (each
+    hidden region takes its own mean colour); the others' scores move."""
+    import limecraft_core as lc
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_engine
+    from _common import chelsea
+
+    img = chelsea()
+    seg = lc.segment(img, "quickshift", working_size=None)
+    for name, model in bench_engine.near_free_models().items():
+        ex = lc.explain(img, model, segments=seg, samples=100, fill="mean", early_stop=None)
+        assert bool(ex.weights.any()) == (name != "no signal"), name
 
 
 def test_gpu_script_runs_its_dry_case_on_the_cpu(tmp_path, monkeypatch):

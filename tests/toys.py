@@ -30,6 +30,21 @@ class ChannelMeans(torch.nn.Module):
         return x.mean(dim=(2, 3)) @ self.w
 
 
+class ChannelMoments(torch.nn.Module):
+    """Almost free, with signal under the mean fill: each channel's mean and mean square
+    through a fixed linear layer. :class:`ChannelMeans` gives the same score for every sample
+    under the mean fill (each hidden region takes its own mean colour, so the channel means do
+    not move); the mean squares do: a region hidden loses its texture."""
+
+    def __init__(self, classes: int = 4, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.w = torch.nn.Parameter(torch.randn(6, classes, generator=g), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x.mean(dim=(2, 3)), (x * x).mean(dim=(2, 3))], 1) @ self.w * 4
+
+
 class Recorder(torch.nn.Module):
     """Wraps a model and keeps every batch it was given (for tests on what the model saw)."""
 

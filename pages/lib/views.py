@@ -171,11 +171,17 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     if detail:
         st.caption(detail)
     top = int(np.argmax(weights))
-    st.markdown(
-        f"Strongest region for {display.md(ex.class_labels[i])}: "
-        f"**{display.md(ex.region_names[top] or f'region {top}')}** (id {top}, weight "
-        f"{weights[top]:+.3f})"
-    )
+    if not np.any(weights):
+        st.markdown(
+            f"No region carries any weight for {display.md(ex.class_labels[i])}: its score is "
+            "the same for every sample, so hiding regions does not change it."
+        )
+    else:
+        st.markdown(
+            f"Strongest region for {display.md(ex.class_labels[i])}: "
+            f"**{display.md(ex.region_names[top] or f'region {top}')}** (id {top}, weight "
+            f"{weights[top]:+.3f})"
+        )
     if warning:
         st.warning(warning, icon=":material/warning:")
     elif T.fidelity(r2) == "low":

@@ -359,6 +359,21 @@ def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
     _every_page_works(at)
 
 
+def test_a_flat_image_says_no_region_carries_weight_instead_of_naming_one(at):
+    """Its regions under the mean fill are the image again: the demo model's score is the same
+    for every sample. The page says so, not "Strongest region ...: region 0 (weight +0.000)"."""
+    image_uploader(at).set_value(
+        ("flat.png", png(np.full((64, 64, 3), 128, np.uint8)), "image/png")
+    ).run()
+    _explain_quickly(at)
+    ex = state(at).explanation
+    assert ex.n_regions > 1 and not ex.weights.any()
+    said = [m.value for m in at.markdown]
+    assert any(m.startswith("No region carries any weight for ") for m in said), said
+    assert not any(m.startswith("Strongest region for") for m in said), said
+    _every_page_works(at)
+
+
 def test_two_regions_the_tag_and_the_rest_work_on_every_page(at):
     """K=2: the tag as a handcrafted region and the rest of the image as one background region.
     Every page works, and the sliders whose range would collapse are drawn or replaced."""

@@ -1,0 +1,102 @@
+"""A class whose score is the same for every sample (a flat image, a model blind to the regions,
+ChannelMeans under the mean fill): no region carries weight, and every surface says so rather
+than ranking the rounding of the ridge's centring (about 1e-29) as if it were a weight."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from toys import ChannelMeans, ChannelMoments
+
+import limecraft_core as lc
+from limecraft_core.agreement import agreement
+from limecraft_core.limits import flat_scores
+from limecraft_core.merge_hint import merge_hint
+from limecraft_core.surrogate import fit_ridge
+from limecraft_core.trust import quick_lead
+from limecraft_core.trust.stability import ridge_coefs, stream_stability
+
+
+def _sample(n: int = 300, k: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, k)) < 0.5, rng.random(n) + 0.1
+
+
+def test_a_constant_score_gets_no_weights_and_a_varying_one_keeps_its_own():
+    masks, w = _sample()
+    varying = masks @ np.array([0.3, -0.2, 0.1, 0.0, 0.05, -0.4]) + 0.2
+    constant = np.full(len(masks), 0.5331294536590576)
+    both = fit_ridge(masks, np.stack([varying, constant], 1), w)
+    alone = fit_ridge(masks, varying[:, None], w)
+    assert np.array_equal(both.coef[1], np.zeros(6))  # not ~1e-29: exactly none
+    # the other column is the fit alone (to the solver's rounding of two right-hand sides)
+    assert np.allclose(both.coef[0], alone.coef[0], rtol=1e-12, atol=1e-15)
+    assert abs(both.intercept[1] - constant[0]) < 1e-15
+    # the same for the stability's refits, B weightings at once
+    b = np.vstack([w, w * 2])
+    assert np.array_equal(ridge_coefs(masks, constant, b, 1.0), np.zeros((2, 6)))
+    assert np.abs(ridge_coefs(masks, varying, b, 1.0)).max() > 0.1
+
+
+def test_the_flat_rule_is_float32s_resolution_no_more():
+    """Four float32 steps of the largest |score| are flat; a change of a millionth of a
+    probability near 0.5 is not."""
+    eps = float(np.finfo(np.float32).eps)
+    assert flat_scores(0.0, 0.5) and flat_scores(4 * eps * 0.5, 0.5)
+    assert not flat_scores(1e-6, 0.5) and not flat_scores(5 * eps * 0.5, 0.5)
+    masks, w = _sample()
+    tiny = 0.5 + 1e-6 * masks[:, 0]  # a real, tiny effect of region 0
+    coef = fit_ridge(masks, tiny[:, None], w, alpha=0.0).coef[0]
+    assert abs(coef[0] - 1e-6) < 1e-8 and np.abs(coef[1:]).max() < 1e-8
+
+
+def test_the_verdict_of_a_constant_score_says_no_region_carries_weight():
+    masks, w = _sample()
+    assert quick_lead(masks, np.full(len(masks), 0.25), w, 1.0) == 0.0  # no lead to screen
+    s = stream_stability(masks, np.full(len(masks), 0.25), w, alpha=1.0)
+    assert s.matter == [] and s.verdict == "unstable"
+    assert s.reason == "unstable: no region carries any weight"
+
+
+def test_methods_that_give_every_region_zero_are_named_and_nothing_is_merged():
+    zero, some = np.zeros(4), np.array([0.0, 0.3, -0.1, 0.05])
+    everyone = agreement({"LIME": zero, "occlusion": zero, "RISE": zero})
+    assert everyone.sentence == (
+        "No method finds a region that matters: every method gives every region 0 (hiding "
+        "regions does not change the score)."
+    )
+    assert everyone.disagreeing == ()
+    part = agreement({"LIME": some, "occlusion": zero, "RISE": some * 2})
+    assert part.sentence == (
+        "All 2 methods agree on the top 3 and their signs (region 1 first); occlusion gives "
+        "every region 0."
+    )
+    labels = np.repeat(np.arange(4), 4).reshape(4, 4)
+    hint = merge_hint(labels, everyone.spread, [zero, zero, zero])
+    assert hint.pair is None
+    assert hint.sentence == "No method finds a region that matters: nothing to merge."
+
+
+def test_channel_means_under_the_mean_fill_explains_to_no_weight_and_moments_do_not(photo):
+    """Each hidden region takes its own mean colour, so the channel means never move: the score
+    is the same for every sample. The mean squares move (a hidden region loses its texture)."""
+    flat = lc.explain(photo, ChannelMeans(), segmentation="slic", n_segments=8, samples=100)
+    assert not flat.weights.any()
+    assert flat.trust.stability.reason == "unstable: no region carries any weight"
+    live = lc.explain(photo, ChannelMoments(), segmentation="slic", n_segments=8, samples=100)
+    assert np.abs(live.weights).max() > 1e-3
+
+
+def test_a_flat_image_compared_across_explainers_says_no_method_finds_a_region():
+    img = np.full((32, 32, 3), 128, np.uint8)
+    labels = np.repeat(np.arange(4), 256).reshape(32, 32)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.LazyLinear(3))
+    model(torch.zeros(1, 3, 32, 32))  # materialise the lazy layer
+    cmp = lc.compare_explainers(
+        img, model, labels, ("lime", "occlusion", "rise", "kernelshap"),
+        config=lc.ExplainConfig.from_flat(samples=100),
+    )  # fmt: skip
+    for a in cmp.attributions:
+        assert not a.values.any(), a.method
+    assert cmp.agreement.sentence.startswith("No method finds a region that matters")
+    assert cmp.merge is not None and cmp.merge.pair is None
