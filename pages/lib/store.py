@@ -9,6 +9,7 @@ middle of it can say the run was interrupted. Settings come from the environment
 
 =================================  ============================================  ==============
 ``LIMECRAFT_STORE_DIR``            folder of the saved analyses                  a private temp
+                                                                                  (removed at exit)
 ``LIMECRAFT_STORE_MAX_ANALYSES``   analyses kept, all accounts together          500
 ``LIMECRAFT_STORE_MAX_AGE_H``      hours an analysis is kept after its last save 168 (7 days)
 ``LIMECRAFT_STORE_MAX_MB``         largest saved analysis (a bigger one is       100
@@ -18,10 +19,12 @@ middle of it can say the run was interrupted. Settings come from the environment
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -51,10 +54,14 @@ _DEFAULT_LOCK = threading.Lock()
 
 def _default_dir() -> str:
     """A private folder made for this process (an unpredictable name under the system's temp
-    folder, mode 0700): set ``LIMECRAFT_STORE_DIR`` to keep analyses across restarts."""
+    folder, mode 0700), removed with what it holds when the process exits: its analyses (the
+    users' images among them) are not kept across restarts, so they are not left behind either.
+    Set ``LIMECRAFT_STORE_DIR`` to keep analyses across restarts (that folder is never removed)."""
     with _DEFAULT_LOCK:
         if not _DEFAULT_DIR:
-            _DEFAULT_DIR.append(tempfile.mkdtemp(prefix="limecraft-analyses-"))
+            folder = tempfile.mkdtemp(prefix="limecraft-analyses-")
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _DEFAULT_DIR.append(folder)
         return _DEFAULT_DIR[0]
 
 

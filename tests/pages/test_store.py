@@ -157,3 +157,35 @@ def test_a_running_mark_is_found_once_by_its_owner_and_goes_with_its_analysis(tm
     s.mark_running(gone, "local", "Checking")
     s.save(new_id(), "local", doc())
     assert not list(s.folder.glob("*.running"))
+
+
+def test_the_private_default_folder_goes_with_its_process_and_a_set_one_stays(tmp_path):
+    """Without LIMECRAFT_STORE_DIR the analyses (the users' images among them) live in a private
+    temporary folder, which is removed when the process exits; a folder the user set stays."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "from pages.lib.store import Store, StoreConfig, new_id\n"
+        "s = Store(StoreConfig.from_env())\n"
+        "assert s.save(new_id(), 'me', '{}')\n"
+        "print(s.config.folder)\n"
+    )
+
+    def run(env_dir: str | None) -> Path:
+        env = {k: v for k, v in os.environ.items() if k != "LIMECRAFT_STORE_DIR"}
+        if env_dir:
+            env["LIMECRAFT_STORE_DIR"] = env_dir
+        r = subprocess.run(
+            [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr[-2000:]
+        return Path(r.stdout.strip().splitlines()[-1])
+
+    private = run(None)
+    assert private.name.startswith("limecraft-analyses-") and not private.exists()
+    kept = tmp_path / "kept"
+    assert run(str(kept)) == kept and any(kept.iterdir())
