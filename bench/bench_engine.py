@@ -30,8 +30,9 @@ of perturbed images composed, against a plain torch copy of the same bytes, with
 the masks to pixels alone (its share) and the exact matrix-product formulation tried against it
 (fill + masks @ per-region differences: the same bits, slower at these sizes). ``--parts
 early-stop`` measures the early stop's own cost (issue 53, item 1): defaults against
-``early_stop=None`` at N=1000 and at the default cap, on the three models above, a model that
-settles early (one patch's brightness, near-free), and with ``--lite0`` EfficientNet-Lite0.
+``early_stop=None`` at N=--samples (1000) and at the default cap, on the three models above, a
+model that settles early (one patch's brightness, near-free), and with ``--lite0``
+EfficientNet-Lite0.
 
     nice -n 5 python bench/bench_engine.py                    # the table against lime, JSON
     nice -n 5 python bench/bench_engine.py --parts early-stop --lite0   # the early stop's cost
@@ -231,7 +232,7 @@ def against_lime(image, segments, n: int, args) -> dict[str, Any]:
 
 
 def early_stop_cost(image, segments, args) -> dict[str, Any]:
-    """The defaults against early_stop=None at N=1000 and at the default cap, per model."""
+    """The defaults against early_stop=None at N = --samples (1000) and at the default cap."""
     models: dict[str, Any] = {**near_free_models(), "settles early": OnePatch()}
     if args.lite0:
         from models.registry import load_classifier
@@ -241,7 +242,7 @@ def early_stop_cost(image, segments, args) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, model in models.items():
         heavy = name == "EfficientNet-Lite0"
-        for n in (1000, cap):
+        for n in (args.samples, cap):
             fns = {
                 "defaults": ours_runner(image, segments, model, n),
                 "early_stop=None": ours_runner(image, segments, model, n, early_stop=None),

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -79,9 +80,13 @@ def cmd_explain(a: argparse.Namespace) -> int:
         read_labels,
         read_mask,
     )
+    from limecraft_core.io.images import conversion_note
     from models.registry import fit_warning, load_classifier
 
     image = read_image(a.image)
+    note = conversion_note(Path(a.image).read_bytes())  # a GIF's first frame, transparency
+    if note:
+        sys.stderr.write(f"limecraft: note: explaining image {a.image!r} ({note})\n")
     config = settings_from_args(a)
     segments = regions_mask = None
     if a.segments_file is not None:

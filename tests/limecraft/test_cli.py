@@ -400,6 +400,30 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path):
     assert "not an image" in r.stderr
 
 
+def test_an_animation_or_transparency_is_named_as_the_app_names_it(files, tmp_path, capsys):
+    """A GIF gives its first frame and transparency is flattened on white, as in the app's
+    "Loaded …" line: the command line says so on stderr, once, and a plain image says nothing."""
+    rng = np.random.default_rng(0)
+    frames = [Image.fromarray(rng.integers(0, 255, (48, 48, 3), dtype=np.uint8)) for _ in range(3)]
+    gif = tmp_path / "anim.gif"
+    frames[0].save(gif, save_all=True, append_images=frames[1:])
+    rgba = tmp_path / "see-through.png"
+    Image.fromarray(rng.integers(0, 255, (48, 48, 4), dtype=np.uint8)).save(rgba)
+    said = {}
+    for path in (gif, rgba, files["img"]):
+        args = _toy_args(files, tmp_path / path.stem, "--segmentation", "grid")
+        args[1] = str(path)
+        assert main(args) == 0
+        said[path.name] = [x for x in capsys.readouterr().err.splitlines() if "note:" in x]
+    assert said["anim.gif"] == [
+        f"limecraft: note: explaining image {str(gif)!r} (the first of its 3 frames)"
+    ]
+    assert said["see-through.png"] == [
+        f"limecraft: note: explaining image {str(rgba)!r} (its transparency flattened on white)"
+    ]
+    assert said["cat.png"] == []
+
+
 # ----------------------------------------------------------------------------- bad inputs
 # The shared battery of bad files (tests/bad_files.py) and every parameter out of its range.
 
