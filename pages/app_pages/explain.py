@@ -65,6 +65,8 @@ def _offer_more_samples(
     es, stb = ex.trust.early_stop, ex.trust.stability
     if es is None or es.stopped or stb is None or stb.verdict == "stable":
         return
+    if not np.any(ex.weights):  # the score never moved: more samples cannot settle anything
+        return
     asked = ex.config.sampling.samples
     more = int(min(2 * asked, LIMITS["samples"].app[1]))
     st.info(

@@ -184,7 +184,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         )
     if warning:
         st.warning(warning, icon=":material/warning:")
-    elif T.fidelity(r2) == "low":
+    elif T.fidelity(r2) == "low" and np.any(weights):  # no weight: said above, not a bad fit
         st.warning(low_fit_warning(r2), icon=":material/info:")
     names = [n or None for n in ex.region_names]
     pic, chart = display.columns([3, 2])

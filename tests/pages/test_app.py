@@ -361,16 +361,23 @@ def test_an_image_that_segments_into_one_region_explains_on_every_page(at):
 
 def test_a_flat_image_says_no_region_carries_weight_instead_of_naming_one(at):
     """Its regions under the mean fill are the image again: the demo model's score is the same
-    for every sample. The page says so, not "Strongest region ...: region 0 (weight +0.000)"."""
+    for every sample. The page says so, not "Strongest region ...: region 0 (weight +0.000)".
+    At the demo model's own size (128 px) no "not meaningful" warning stands in for the rest."""
     image_uploader(at).set_value(
-        ("flat.png", png(np.full((64, 64, 3), 128, np.uint8)), "image/png")
+        ("flat.png", png(np.full((128, 128, 3), 128, np.uint8)), "image/png")
     ).run()
     _explain_quickly(at)
     ex = state(at).explanation
-    assert ex.n_regions > 1 and not ex.weights.any()
+    assert ex.n_regions > 1 and not ex.weights.any() and ex.scores[0] < 0.5
+    assert not [w.value for w in at.warning if "mean nothing" in w.value]
     said = [m.value for m in at.markdown]
     assert any(m.startswith("No region carries any weight for ") for m in said), said
     assert not any(m.startswith("Strongest region for") for m in said), said
+    # neither "more samples may settle it" nor "the surrogate explains less than half": there
+    # is nothing to settle or to fit
+    assert not [i.value for i in at.info if "not settled" in i.value]
+    assert not [b for b in at.button if b.label.startswith("Continue to")]
+    assert not [w.value for w in at.warning if "linear surrogate" in w.value]
     _every_page_works(at)
 
 
