@@ -67,7 +67,9 @@ def _method(image: np.ndarray, ex: Explanation, title: str, values: np.ndarray, 
     return _Method(
         title=title,
         picture=_picture(overlay, f"{title}: the regions for and against the class"),
-        top=f"{_region_name(ex, first)} ({values[first]:+.4f})",
+        top=f"{_region_name(ex, first)} ({values[first]:+.4f})"
+        if np.any(values)
+        else "none (every region 0)",
         note=note,
     )
 

@@ -189,7 +189,9 @@ def _side(image: np.ndarray, ex: Explanation, title: str) -> _Side:
         title=title,
         picture=_picture(overlay, f"{title}: the regions for and against the class"),
         regions=ex.n_regions,
-        top=f"region {top}" + (f" ({ex.region_names[top]})" if ex.region_names[top] else ""),
+        top=(f"region {top}" + (f" ({ex.region_names[top]})" if ex.region_names[top] else ""))
+        if np.any(w)
+        else "none (every region 0)",
         fit=fidelity(ex.score),
         r2=_num(ex.score),
         stability=st.verdict if st is not None else "not judged",

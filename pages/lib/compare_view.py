@@ -171,7 +171,8 @@ def comparison(s: A.Analysis, cmp: lc.Comparison, reg: lc.Regions) -> None:
             over = render.weight_overlay(
                 image, drawn, normalise(a.values), k=TINTED, vmax=1.0, long_side=SIDE
             )
-            st.image(over, caption=f"first: region {first} ({a.values[first]:+.3g})")
+            said = f"first: region {first} ({a.values[first]:+.3g})"
+            st.image(over, caption=said if np.any(a.values) else "every region 0")
     st.caption(
         f"One colour scale for every method: {NORMALISATION}. Green speaks for "
         f"{display.md(cmp.label)}, red against; the {TINTED} strongest regions each way are "

@@ -100,3 +100,26 @@ def test_a_flat_image_compared_across_explainers_says_no_method_finds_a_region()
         assert not a.values.any(), a.method
     assert cmp.agreement.sentence.startswith("No method finds a region that matters")
     assert cmp.merge is not None and cmp.merge.pair is None
+
+
+def test_the_report_of_a_flat_image_names_no_strongest_region(photo):
+    """The report's explainers section and its side-by-side comparison say "none (every region
+    0)" where the page would otherwise name region 0 as the strongest."""
+    import dataclasses
+    import re
+
+    from limecraft_core.io.report import html_report
+
+    img = np.full((48, 48, 3), 128, np.uint8)
+    model = ChannelMoments()
+    ex = lc.explain(img, model, segmentation="grid", n_segments=4, samples=60)
+    assert not ex.weights.any()
+    cmp = lc.compare_explainers(img, model, ex.segments, ("lime", "occlusion"), config=ex.config)
+    ex = dataclasses.replace(ex, explainers=cmp)
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html_report(image=img, explanation=ex)))
+    assert page.count("strongest none (every region 0)") == 2, page
+    assert "No method finds a region that matters" in page
+    both = re.sub(
+        r"\s+", " ", re.sub(r"<[^>]+>", " ", html_report(image=img, explanation=ex, comparison=ex))
+    )
+    assert "strongest region 0" not in both

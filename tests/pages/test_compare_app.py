@@ -117,3 +117,31 @@ def test_gradient_methods_compare_through_the_apps_work_queue():
     for m in ("ig", "gradcam"):
         assert np.isfinite(cmp.values(m)).all() and np.abs(cmp.values(m)).max() > 0, m
     assert sum(c.startswith("first: region") for c in image_captions(at)) == 3
+
+
+def test_compare_explainers_on_a_flat_image_says_no_method_finds_a_region():
+    """A flat grey image: each hidden region takes its own mean colour, which is the image, so
+    the demo model's score never moves. The page says no method finds a region that matters,
+    each overlay says every region is 0 (not "first: region 0"), and nothing is merged."""
+    import io
+
+    from conftest import image_uploader
+    from PIL import Image
+
+    at = run_app()
+    buf = io.BytesIO()
+    Image.fromarray(np.full((128, 128, 3), 128, np.uint8)).save(buf, format="PNG")
+    image_uploader(at).set_value(("flat.png", buf.getvalue(), "image/png")).run()
+    _grid(at, 6)
+    ex = explain(at, samples=60)
+    assert not ex.weights.any()
+    button(at, "Compare explainers").click().run()
+    assert not at.exception, at.exception
+    cmp = _app(at).explanation.explainers
+    assert cmp.agreement.sentence.startswith("No method finds a region that matters")
+    assert any(cmp.agreement.sentence in _plain(m.value) for m in at.markdown)
+    captions = image_captions(at)
+    assert captions.count("every region 0") == len(cmp.attributions)
+    assert not any(c.startswith("first: region") for c in captions)
+    assert cmp.merge.pair is None
+    assert any("nothing to merge" in _plain(x.value) for x in [*at.caption, *at.info])
