@@ -74,9 +74,11 @@ class ChannelMeans(torch.nn.Module):
     Under the mean fill its score is the same for every sample: each hidden region takes its
     own mean colour, so the channel means do not move (the scores are equal to the last bit)."""
 
+    FEATURES = 3  # what the linear layer reads per image
+
     def __init__(self, classes: int = 10, scale: float = 1.0) -> None:
         super().__init__()
-        self.fc = torch.nn.Linear(3, classes)
+        self.fc = torch.nn.Linear(self.FEATURES, classes)
         with torch.no_grad():
             self.fc.weight.mul_(scale)
 
@@ -84,16 +86,12 @@ class ChannelMeans(torch.nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
-class ChannelMoments(torch.nn.Module):
+class ChannelMoments(ChannelMeans):
     """Almost free, with signal under the mean fill: each channel's mean and mean square
     through a linear layer (weights x ``scale``). A hidden region loses its texture (its pixels
     take their mean), so every region moves the mean squares by its own variance."""
 
-    def __init__(self, classes: int = 10, scale: float = 1.0) -> None:
-        super().__init__()
-        self.fc = torch.nn.Linear(6, classes)
-        with torch.no_grad():
-            self.fc.weight.mul_(scale)
+    FEATURES = 6
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(torch.cat([x.mean(dim=(2, 3)), (x * x).mean(dim=(2, 3))], 1))

@@ -57,23 +57,15 @@ MODELS = ("free", "demo", "resnet18", "resnet50")
 PARTS = ("models", "segmentation", "memory", "app")
 
 
-class ChannelMoments(torch.nn.Module):
-    """Almost free: each channel's mean and mean square through a linear layer. The mean
-    squares give it signal under the mean fill (a hidden region loses its texture); the channel
-    means alone do not move there (each hidden region takes its own mean colour)."""
-
-    def __init__(self, classes: int = 10) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc = torch.nn.Linear(6, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.cat([x.mean(dim=(2, 3)), (x * x).mean(dim=(2, 3))], 1))
-
-
 def make_classifier(name: str, device: str, **kw: Any) -> lc.Classifier:
     """The model under test as LIMEcraft's Classifier (random weights for the resnets)."""
     if name == "free":
+        # bench_engine's signal-everywhere model at torch's default scale: each channel's mean
+        # and mean square through a linear layer (the channel means alone do not move under the
+        # mean fill: each hidden region takes its own mean colour)
+        from bench_engine import ChannelMoments
+
+        torch.manual_seed(0)
         return lc.Classifier(ChannelMoments(), input_size=224, device=device, name=name, **kw)
     if name == "demo":
         from models.registry import load_classifier

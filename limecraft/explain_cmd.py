@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -75,16 +74,14 @@ def cmd_explain(a: argparse.Namespace) -> int:
     from limecraft_core.io import (
         encode_png,
         expected_area,
-        read_image,
         read_label_map,
         read_labels,
         read_mask,
     )
-    from limecraft_core.io.images import conversion_note
+    from limecraft_core.io.images import read_image_noted
     from models.registry import fit_warning, load_classifier
 
-    image = read_image(a.image)
-    note = conversion_note(Path(a.image).read_bytes())  # a GIF's first frame, transparency
+    image, note = read_image_noted(a.image)  # note: a GIF's first frame, transparency
     if note:
         sys.stderr.write(f"limecraft: note: explaining image {a.image!r} ({note})\n")
     config = settings_from_args(a)

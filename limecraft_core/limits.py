@@ -108,6 +108,13 @@ def flat_scores(spread: np.ndarray, largest: np.ndarray) -> np.ndarray:
     )
 
 
+def flat_series(y: np.ndarray) -> bool:
+    """Whether one class's scores ``y`` over the samples, (N,), are the same for every sample
+    (:func:`flat_scores`); False for no samples."""
+    yy = np.asarray(y, np.float64)
+    return bool(len(yy)) and bool(flat_scores(np.ptp(yy), np.abs(yy).max()))
+
+
 THRESHOLDS: dict[str, float] = {
     # the regions that matter: the fewest carrying this share of the |mean weight| ...
     "matter_mass_share": 0.5,

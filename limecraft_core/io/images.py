@@ -146,6 +146,13 @@ def read_image(path: str | Path) -> np.ndarray:
     return decode_image(_read_bytes(path, "image"), f"image {str(path)!r}")
 
 
+def read_image_noted(path: str | Path) -> tuple[np.ndarray, str]:
+    """Read an image file once: the image (:func:`decode_image`) and what decoding changed
+    that a person would not expect (:func:`conversion_note`, "" when nothing)."""
+    data = _read_bytes(path, "image")
+    return decode_image(data, f"image {str(path)!r}"), conversion_note(data)
+
+
 def _mask_array(im: Image.Image) -> np.ndarray:
     if im.mode in ("RGB", "RGBA", "CMYK", "YCbCr", "LAB", "HSV"):
         rgba = np.asarray(im.convert("RGBA"), dtype=np.uint32)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import rankdata
 
-from ..limits import flat_scores
+from ..limits import flat_series
 from ..surrogate import cosine_distance, fit_ridge, make_kernel
 from .conclusion import CONCLUSION_LEAD, lead_is_firm
 from .stability import STABLE_JACCARD, Stability, _top, stability
@@ -220,7 +220,7 @@ def quick_lead(masks: np.ndarray, y: np.ndarray, sample_weights: np.ndarray, alp
         return 0.0
     ws = w / tot
     yy = np.asarray(y, np.float64)
-    if len(yy) and flat_scores(np.ptp(yy), np.abs(yy).max()):
+    if flat_series(yy):
         return 0.0  # the same score for every sample: no weights, no lead
     xc, yc = x - ws @ x, yy - ws @ yy
     xw = xc * ws[:, None]

@@ -13,7 +13,7 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import rankdata
 
-from ..limits import THRESHOLDS, flat_scores
+from ..limits import THRESHOLDS, flat_series
 from .conclusion import (
     CONCLUSION_LEAD,
     conclusion_of,
@@ -396,7 +396,7 @@ def ridge_coefs(masks: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: fl
     x = np.asarray(masks, np.float64)
     yy = np.asarray(y, np.float64)
     w = np.asarray(weights, np.float64)
-    if len(yy) and flat_scores(np.ptp(yy), np.abs(yy).max()):
+    if flat_series(yy):
         return np.zeros((len(w), x.shape[1]))  # the same score for every sample: no weights
     tot = w.sum(axis=1)  # (B,)
     ws = w / tot[:, None]

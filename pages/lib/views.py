@@ -170,8 +170,8 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     detail = "" if warning else verdict_detail(ex)
     if detail:
         st.caption(detail)
-    top = int(np.argmax(weights))
-    if not np.any(weights):
+    top, weighted = int(np.argmax(weights)), bool(np.any(weights))
+    if not weighted:
         st.markdown(
             f"No region carries any weight for {display.md(ex.class_labels[i])}: its score is "
             "the same for every sample, so hiding regions does not change it."
@@ -184,7 +184,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         )
     if warning:
         st.warning(warning, icon=":material/warning:")
-    elif T.fidelity(r2) == "low" and np.any(weights):  # no weight: said above, not a bad fit
+    elif T.fidelity(r2) == "low" and weighted:  # no weight: said above, not a bad fit
         st.warning(low_fit_warning(r2), icon=":material/info:")
     names = [n or None for n in ex.region_names]
     pic, chart = display.columns([3, 2])
