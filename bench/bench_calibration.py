@@ -20,7 +20,8 @@ stopping off, over the default run's regions (the seed also seeds quickshift, so
 given the default run's label map and only the sampling differs), judged together by :func:`limecraft_core.trust.stability` as 5 repeats (its
 conclusion, its detail, its first region). Their weights are cached in
 ``bench/results/calibration_refs/``, keyed by the case and a hash of the engine code that makes
-weights (perturbation, regions, surrogate, sampling plan, classifier, the model's module): the
+weights (perturbation, fills, the resize, the scene, regions, surrogate and its sample weights,
+sampling plan, classifier, the model's module: :data:`ENGINE_FILES`): the
 verdict is recomputed from them by the current code, so a change to the verdict's rule does not
 cost the references again. About 2.5 minutes per EfficientNet-Lite0 case on 2 cores.
 
@@ -89,6 +90,10 @@ ENGINE_FILES = (
     "limecraft_core/classifier.py",
     "limecraft_core/_stages/plan.py",
     "limecraft_core/_stages/score.py",
+    "limecraft_core/_stages/fit.py",  # the surrogate's sample weights
+    "limecraft_core/_stages/scene.py",  # the image at the model's size, the fill
+    "limecraft_core/fill_table.py",  # the fills
+    "limecraft_core/tensors.py",  # the resize
     "models/efficientnet_lite.py",
     "models/demo.py",
 )

@@ -31,7 +31,7 @@ class _Summary:
     region_id: int | None
     named: bool  # the region has a name of its own (its id is then added)
     effect: str  # what hiding it does, e.g. "lowers the star score by 0.79"
-    fit: str
+    fit: str  # good, fair, low, or none: the score never moves (trust.fidelity)
     r2: str
     stability: str  # e.g. "stable across 5 repeats", or ""
 
@@ -70,6 +70,11 @@ def _num(v: float, digits: int = 2) -> str:
     return f"{v:.{digits}f}" if v is not None and np.isfinite(v) else "—"
 
 
+def _r2(r2: float, weights: np.ndarray) -> str:
+    """R², or "n/a" where the score never moved (nothing was fitted: R² is 0/0)."""
+    return "n/a" if fidelity(r2, weights) == "none" else _num(r2)
+
+
 def _summary(ex: Explanation) -> _Summary:
     """The one-sentence conclusion: class, the region that drives it, its effect, the verdicts."""
     label = ex.class_labels[0]
@@ -94,8 +99,8 @@ def _summary(ex: Explanation) -> _Summary:
         region_id=top if region is not None else None,
         named=bool(ex.region_names[top]),
         effect=effect,
-        fit=fidelity(ex.score),
-        r2=_num(ex.score),
+        fit=fidelity(ex.score, w),
+        r2=_r2(ex.score, w),
         stability=f"{st.verdict} across {st.runs}" if st is not None else "",
     )
 
@@ -108,14 +113,17 @@ def _ids(ex: Explanation, ids: Sequence[int]) -> str:
 
 def _checks(ex: Explanation) -> list[_Check]:
     """Every trust check that ran, with its verdict (computed in limecraft_core.trust)."""
-    fit = fidelity(ex.score)
+    fit = fidelity(ex.score, ex.weights)
     out = [
         _Check(
             "Surrogate fit",
-            f"weighted R² {ex.score:.3f} over {ex.n_regions} regions and "
+            f"the {ex.class_labels[0]} score is the same for every one of the "
+            f"{ex.run.samples_used} samples, so hiding regions does not change it"
+            if fit == "none"
+            else f"weighted R² {ex.score:.3f} over {ex.n_regions} regions and "
             f"{ex.run.samples_used} samples",
-            fit,
-            {"good": "good", "fair": "warn"}.get(fit, "bad"),
+            "nothing to fit" if fit == "none" else fit,
+            {"good": "good", "fair": "warn", "none": "info"}.get(fit, "bad"),
         )
     ]
     t = ex.trust

@@ -83,6 +83,8 @@ def _merge_words(m: MergeHint | None) -> tuple[str, str]:
         if m.estimator == "exact"
         else "adjacent disputed regions' interaction, estimated from the shared sample"
     )
+    if m.threshold <= 0:  # no method gives any region a value: no scale to set a bar by
+        return m.sentence, how
     return m.sentence, f"{how}; a merge needs |index| >= {m.threshold:.2g}"
 
 

@@ -16,7 +16,7 @@ from .._validate import LimecraftError
 from ..edits.transplant import Insertion, Transplant
 from ..result import Explanation
 from ..trust import fidelity
-from ._report_checks import _num
+from ._report_checks import _num, _r2
 from ._report_figures import _long_side, _Picture, _picture, _region_name
 
 #: Regions tinted on each side in the comparison's two pictures, as in the report's evidence.
@@ -192,8 +192,8 @@ def _side(image: np.ndarray, ex: Explanation, title: str) -> _Side:
         top=(f"region {top}" + (f" ({ex.region_names[top]})" if ex.region_names[top] else ""))
         if np.any(w)
         else "none (every region 0)",
-        fit=fidelity(ex.score),
-        r2=_num(ex.score),
+        fit=fidelity(ex.score, w),
+        r2=_r2(ex.score, w),
         stability=st.verdict if st is not None else "not judged",
     )
 

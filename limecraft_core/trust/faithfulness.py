@@ -138,6 +138,12 @@ def fill_comparison(
     )
 
 
-def fidelity(r2: float) -> str:
-    """``good``, ``fair`` or ``low``: how well the linear surrogate fits the model's outputs."""
+def fidelity(r2: float, weights: np.ndarray | None = None) -> str:
+    """``good``, ``fair`` or ``low``: how well the linear surrogate fits the model's outputs.
+
+    ``none`` when the class's ``weights`` are given and every one is 0: its score was the same
+    for every sample (:func:`~limecraft_core.limits.flat_scores`), so there was nothing to fit,
+    and its R² (0/0, reported as 0) says nothing about the surrogate."""
+    if weights is not None and not np.any(weights):
+        return "none"
     return "good" if r2 >= GOOD_R2 else "fair" if r2 >= LOW_R2 else "low"

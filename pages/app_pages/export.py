@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 import limecraft_core as lc
+from limecraft_core import trust as T
 from limecraft_core.io.report import (
     PredictionChange,
     ReportEdit,
@@ -136,7 +137,7 @@ else:
         "Regions table (CSV)", regions_csv(ex), f"{stem}_regions.csv", "text/csv", key="dl-csv"
     )
     notes = []
-    if ex.score < 0.5:
+    if T.fidelity(ex.score, ex.weights) == "low":
         notes.append(f"The surrogate's R² is {ex.score:.2f}: treat the weights as a rough guide.")
     # The Trust page's checks go in the report when they ran on the explanation's regions.
     trust = s.trust_explanation

@@ -84,7 +84,10 @@ def superpixels_only(s: A.Analysis, ex: lc.Explanation) -> None:
     ):
         with col:
             i = e.class_index(ex.target) if ex.target in e.classes else 0
-            st.markdown(f"**{title}** · R² {e.scores[i]:.3f}")
+            flat = lc.trust.fidelity(e.scores[i], e.class_weights[i]) == "none"
+            st.markdown(
+                f"**{title}** · R² {'n/a (nothing to fit)' if flat else f'{e.scores[i]:.3f}'}"
+            )
             st.image(
                 display.to_display(
                     lc.top_regions(

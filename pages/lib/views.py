@@ -78,6 +78,7 @@ FIDELITY_TEXT = {
     "good": ":green-badge[good]",
     "fair": ":orange-badge[fair]",
     "low": ":red-badge[low]",
+    "none": ":gray-badge[nothing to fit]",  # the score never moves: R² is 0/0
 }
 
 
@@ -158,14 +159,15 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
     else:  # a restored explanation without its image
         seg = display.labels_for_drawing(ex.segments)
         img = _restored_image(seg)
-    r2 = ex.scores[i]
-    badge = FIDELITY_TEXT[T.fidelity(r2)]
+    r2, fit = ex.scores[i], T.fidelity(ex.scores[i], weights)
+    badge = FIDELITY_TEXT[fit]
     warning = runtime.model_fit_warning(s)
     if warning:  # the badges would lend a meaningless prediction credibility
         badge = ":gray-badge[not meaningful]"
     st.markdown(
         f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
-        f"R² = **{r2:.3f}** {badge}" + ("" if warning else f" · {verdict_badge(ex)}")
+        f"R² = **{'n/a' if fit == 'none' else f'{r2:.3f}'}** {badge}"
+        + ("" if warning else f" · {verdict_badge(ex)}")
     )
     detail = "" if warning else verdict_detail(ex)
     if detail:
@@ -184,7 +186,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         )
     if warning:
         st.warning(warning, icon=":material/warning:")
-    elif T.fidelity(r2) == "low" and weighted:  # no weight: said above, not a bad fit
+    elif fit == "low":  # no weight at all is said above: nothing to fit, not a bad fit
         st.warning(low_fit_warning(r2), icon=":material/info:")
     names = [n or None for n in ex.region_names]
     pic, chart = display.columns([3, 2])

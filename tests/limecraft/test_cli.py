@@ -424,6 +424,21 @@ def test_an_animation_or_transparency_is_named_as_the_app_names_it(files, tmp_pa
     assert said["cat.png"] == []
 
 
+def test_a_flat_image_prints_no_weight_and_no_r2(files, tmp_path, capsys):
+    """A flat grey image: each hidden region takes its own mean colour, which is the image, so
+    the score never moves. The summary says there is nothing to fit (R^2=n/a, not a "0.000" to
+    read as a bad fit), tints nothing, and the verdict says no region carries weight."""
+    flat = tmp_path / "flat.png"
+    Image.fromarray(np.full((48, 48, 3), 128, np.uint8)).save(flat)
+    args = _toy_args(files, tmp_path / "out", "--segmentation", "grid")
+    args[1] = str(flat)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "; R^2=n/a; " in out.splitlines()[0], out
+    assert "no region has a non-zero weight; overlay.png tints none" in out
+    assert "verdict: unstable: no region carries any weight" in out
+
+
 # ----------------------------------------------------------------------------- bad inputs
 # The shared battery of bad files (tests/bad_files.py) and every parameter out of its range.
 

@@ -50,6 +50,51 @@ def test_the_flat_rule_is_float32s_resolution_no_more():
     assert abs(coef[0] - 1e-6) < 1e-8 and np.abs(coef[1:]).max() < 1e-8
 
 
+def test_a_fit_with_no_weight_has_nothing_to_fit_and_any_weight_is_judged_by_r2():
+    """trust.fidelity: the R² of a score that never moved (0/0, reported as 0) is no "low" fit."""
+    from limecraft_core.trust import fidelity
+
+    assert fidelity(0.0, np.zeros(5)) == "none"
+    assert fidelity(0.0, np.array([0.0, 1e-9, 0.0])) == "low"  # a tiny weight is still a fit
+    assert fidelity(0.9, np.ones(3)) == "good" and fidelity(0.6) == "fair"
+    assert fidelity(0.0) == "low"  # without the weights, R² alone decides
+
+
+def test_a_flat_area_stays_exactly_flat_when_resized():
+    """tensors.resize_chw: torch's float32 antialiased kernel leaves a flat grey 1 float32 step
+    off in places (224 -> 128: two values); computed in float64 it stays one value, and every
+    pixel is the float64 resize rounded to float32 (the float32 kernel's own error, about 2e-6
+    here, is the size of the change)."""
+    import torch.nn.functional as F
+
+    from limecraft_core.tensors import resize_chw
+
+    grey = torch.full((3, 224, 224), 128 / 255)
+    for size in ((128, 128), (64, 64), (300, 451), (7, 500)):
+        assert torch.unique(resize_chw(grey, size)).tolist() == [grey[0, 0, 0].item()], size
+        assert torch.unique(resize_chw(grey[None].expand(3, -1, -1, -1), size)).numel() == 1
+    x = torch.rand(2, 3, 97, 131, generator=torch.Generator().manual_seed(0))
+    kw = {"size": (40, 50), "mode": "bilinear", "antialias": True, "align_corners": False}
+    ours, f32 = resize_chw(x, (40, 50)), F.interpolate(x, **kw)
+    assert ours.dtype == torch.float32 and ours.shape == f32.shape
+    assert torch.equal(ours, F.interpolate(x.double(), **kw).float())
+    assert (ours - f32).abs().max().item() < 1e-5
+
+
+def test_a_flat_upload_at_another_size_than_the_model_has_no_weight():
+    """A flat grey 224 px image and the demo model (128 px): the image is resized once to the
+    model's size, and its regions' mean fill is then the image again, so the score never moves.
+    (Resized in float32, the fill was one float32 step off the image in places, and the
+    verdict called a region "stable" on weights of 1e-8.)"""
+    from models.registry import load_classifier
+
+    img = np.full((224, 224, 3), 128, np.uint8)
+    cfg = lc.ExplainConfig.from_flat(segmentation="slic", n_segments=36, precision="fp32")
+    ex = lc.explain(img, load_classifier("demo"), config=cfg)
+    assert ex.n_regions > 1 and not ex.weights.any()
+    assert ex.trust.stability.reason == "unstable: no region carries any weight"
+
+
 def test_the_verdict_of_a_constant_score_says_no_region_carries_weight():
     masks, w = _sample()
     assert quick_lead(masks, np.full(len(masks), 0.25), w, 1.0) == 0.0  # no lead to screen
@@ -119,6 +164,11 @@ def test_the_report_of_a_flat_image_names_no_strongest_region(photo):
     page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html_report(image=img, explanation=ex)))
     assert page.count("strongest none (every region 0)") == 2, page
     assert "No method finds a region that matters" in page
+    # the conclusion and the checks say there was nothing to fit, not that the fit is low
+    assert "no region carries any weight: its score is the same for every sample" in page, page
+    assert "Surrogate fit low" not in page and "R² 0.000" not in page, page
+    assert "Surrogate fit nothing to fit the class 2 score is the same for every one of" in page
+    assert "a merge needs |index| >= 0" not in page  # no scale: no bar to quote
     both = re.sub(
         r"\s+", " ", re.sub(r"<[^>]+>", " ", html_report(image=img, explanation=ex, comparison=ex))
     )

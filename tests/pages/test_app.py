@@ -378,6 +378,10 @@ def test_a_flat_image_says_no_region_carries_weight_instead_of_naming_one(at):
     assert not [i.value for i in at.info if "not settled" in i.value]
     assert not [b for b in at.button if b.label.startswith("Continue to")]
     assert not [w.value for w in at.warning if "linear surrogate" in w.value]
+    # nor a "low" fit badge over an R² of 0/0: there was nothing to fit
+    head = next(m for m in said if "surrogate fidelity" in m)
+    assert "R² = **n/a** :gray-badge[nothing to fit]" in head, head
+    assert "red-badge[low]" not in head, head
     _every_page_works(at)
 
 
