@@ -332,7 +332,7 @@ def audit_row(
     if loc is not None:
         if loc.expected and not loc.pointing_game and dependence >= DEPENDENCE:
             flags.append("outside")
-    elif border:
+    elif border and total > 0:  # with no weight at all no region is on top (a flat image)
         flags.append("border")
     st = ex.trust.stability
     h, w_px = ex.segments.shape

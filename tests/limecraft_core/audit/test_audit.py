@@ -129,6 +129,19 @@ def test_without_masks_the_top_region_on_the_border_is_flagged():
     assert centre.flags == ()
 
 
+def test_an_image_whose_score_never_moves_is_not_flagged_for_its_region_0():
+    """A flat image under the mean fill: every hidden region takes its own mean colour, which
+    is the image again, so no region carries any weight. Region 0 (the top-left cell, on the
+    border) is not "the top region": no flag."""
+    clf = Classifier(LooksAt(CORNER), labels=["marker", "other"], device="cpu")
+    cfg = toy_config(fill="mean")
+    ex = explain(np.full((SIZE, SIZE, 3), 0.3, np.float32), clf, config=cfg)
+    assert not ex.weights.any()
+    row = audit_row(ex, file="flat", key="flat", digest="d")
+    assert row.flags == () and not row.flagged and row.top_share == 0.0
+    assert row.verdict_reason == "unstable: no region carries any weight"
+
+
 def test_a_row_needs_the_localisation_it_claims():
     with pytest.raises(LimecraftError, match="no localisation"):
         audit_row(explain_toy(CORNER), file="a", key="a", digest="d", has_mask=True)
