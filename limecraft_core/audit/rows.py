@@ -324,7 +324,8 @@ def audit_row(
     score = float(ex.predictions[0])
     delta = float(ex.deltas[0, top])
     dependence = delta / score if score > 0 and math.isfinite(delta) else math.nan
-    border = touches_border(ex.segments == top)
+    # with no weight at all (a score that never moves) no region is on top, so none touches
+    border = total > 0 and touches_border(ex.segments == top)
     loc = ex.trust.localisation if has_mask else None
     if has_mask and loc is None:
         raise LimecraftError("the explanation has no localisation: explain with expected_mask")
@@ -332,7 +333,7 @@ def audit_row(
     if loc is not None:
         if loc.expected and not loc.pointing_game and dependence >= DEPENDENCE:
             flags.append("outside")
-    elif border and total > 0:  # with no weight at all no region is on top (a flat image)
+    elif border:
         flags.append("border")
     st = ex.trust.stability
     h, w_px = ex.segments.shape
