@@ -145,6 +145,14 @@ class AuditRow:
         return bool(self.flags)
 
     @property
+    def top_words(self) -> str:
+        """The top region's name, or "none (no region carries weight)" where every weight is 0
+        (``top_region`` is then 0 by convention)."""
+        if self.top_share <= 0:
+            return "none (no region carries weight)"
+        return self.top_name or f"region {self.top_region}"
+
+    @property
     def reason(self) -> str:
         """The flags in one plain sentence ("" when none)."""
         parts = []

@@ -239,7 +239,7 @@ def audit_html(
                 "row": r,
                 "thumb": data_url(thumb, "image/jpeg"),
                 "overlay": data_url(over, "image/jpeg"),
-                "top": (r.top_name or f"region {r.top_region}") if r.ok else "",
+                "top": r.top_words if r.ok else "",
                 "reason": r.reason,
             }
         )

@@ -434,7 +434,7 @@ def one_image(folder: Path, audit: LoadedAudit, rows: list) -> None:
     with facts:
         st.markdown(
             f"**{display.md(r.file)}** · predicted **{display.md(r.label)}** ({r.score:.3f})  \n"
-            f"top region: {display.md(r.top_name or f'region {r.top_region}')} · "
+            f"top region: {display.md(r.top_words)} · "
             f"{audits.share(r.top_share)} of the |weight| · hiding it alone removes "
             f"{audits.share(r.dependence)} of the score"
             + (" · it touches the border" if r.top_touches_border else "")

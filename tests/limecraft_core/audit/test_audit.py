@@ -140,6 +140,7 @@ def test_an_image_whose_score_never_moves_is_not_flagged_for_its_region_0():
     row = audit_row(ex, file="flat", key="flat", digest="d")
     assert row.flags == () and not row.flagged and row.top_share == 0.0
     assert not row.top_touches_border  # and the findings do not count it as on the border
+    assert row.top_words == "none (no region carries weight)"
     said = " ".join(findings([row]).sentences)
     assert "In 0 of 1 images the top region touches the image border" in said, said
     assert row.verdict_reason == "unstable: no region carries any weight"
