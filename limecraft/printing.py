@@ -33,11 +33,11 @@ def _num(x: float | None, fmt: str) -> str:
 def print_summary(result: Any, output_space: str, k: int) -> None:
     """The result in lines of ``name=value`` entries separated by '; ', one list item a line."""
     from limecraft_core import render
-    from limecraft_core.trust import fidelity
+    from limecraft_core.trust import r2_text
 
     label = json.dumps(result.class_labels[0], ensure_ascii=False)
     # a score that never moves leaves nothing to fit: its R^2 (0/0) says nothing
-    r2 = "n/a" if fidelity(result.score, result.weights) == "none" else f"{result.score:.3f}"
+    r2 = r2_text(result.score, result.weights)
     print(
         f"target={label}; class={result.target}; {output_space}={result.predictions[0]:.3f}; "
         f"regions={result.n_regions}; R^2={r2}; time={result.timings['total_s']:.2f} s"

@@ -87,6 +87,7 @@ from .faithfulness import (
     deletion_insertion_masks,
     fidelity,
     fill_comparison,
+    r2_text,
     rank_agreement,
     weighted_r2,
 )
@@ -217,6 +218,7 @@ __all__ = [
     "next_check",
     "noisy_linear_imputation",
     "quick_lead",
+    "r2_text",
     "random_subsets",
     "rank_agreement",
     "regions_that_matter",

@@ -147,3 +147,8 @@ def fidelity(r2: float, weights: np.ndarray | None = None) -> str:
     if weights is not None and not np.any(weights):
         return "none"
     return "good" if r2 >= GOOD_R2 else "fair" if r2 >= LOW_R2 else "low"
+
+
+def r2_text(r2: float, weights: np.ndarray, digits: int = 3) -> str:
+    """R² to ``digits`` decimals, or "n/a" where :func:`fidelity` finds nothing to fit."""
+    return "n/a" if fidelity(r2, weights) == "none" else f"{r2:.{digits}f}"

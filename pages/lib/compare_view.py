@@ -84,10 +84,8 @@ def superpixels_only(s: A.Analysis, ex: lc.Explanation) -> None:
     ):
         with col:
             i = e.class_index(ex.target) if ex.target in e.classes else 0
-            flat = lc.trust.fidelity(e.scores[i], e.class_weights[i]) == "none"
-            st.markdown(
-                f"**{title}** · R² {'n/a (nothing to fit)' if flat else f'{e.scores[i]:.3f}'}"
-            )
+            r2 = lc.trust.r2_text(e.scores[i], e.class_weights[i])
+            st.markdown(f"**{title}** · R² {r2}{' (nothing to fit)' if r2 == 'n/a' else ''}")
             st.image(
                 display.to_display(
                     lc.top_regions(

@@ -166,7 +166,7 @@ def results(s: Any, ex: lc.Explanation, key: str = "res", image: np.ndarray | No
         badge = ":gray-badge[not meaningful]"
     st.markdown(
         f"**{display.md(ex.class_labels[i])}** · model output {ex.predictions[i]:.3f} · surrogate fidelity "
-        f"R² = **{'n/a' if fit == 'none' else f'{r2:.3f}'}** {badge}"
+        f"R² = **{T.r2_text(r2, weights)}** {badge}"
         + ("" if warning else f" · {verdict_badge(ex)}")
     )
     detail = "" if warning else verdict_detail(ex)
