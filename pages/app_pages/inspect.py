@@ -59,13 +59,27 @@ def _fresh_controls() -> None:
     st.session_state["edit_kind"] = NO_CHANGE
 
 
-def edit_controls(region: int, h: int, w: int) -> Edit | None:
-    """The pending edit from the controls (None: "no change", the default)."""
-    kind = KINDS[st.radio("Edit", list(KINDS), horizontal=True, key="edit_kind")]
+class _Sent:
+    """The edit controls' values as the browser sent them with a button press, read in the
+    button's callback (where ``st.session_state`` already holds them): the same calls as the
+    widgets, answered from the state, drawing nothing."""
+
+    def __getattr__(self, name: str):
+        if name in ("slider", "number_input", "selectbox", "radio"):
+            return lambda *a, key, **kw: st.session_state[key]
+        if name == "columns":
+            return lambda spec, **kw: [self] * (spec if isinstance(spec, int) else len(spec))
+        return lambda *a, **kw: None  # captions and the like
+
+
+def edit_controls(region: int, h: int, w: int, ui=st) -> Edit | None:
+    """The pending edit from the controls (None: "no change", the default). ``ui``: Streamlit
+    (draw them) or :class:`_Sent` (read what they sent)."""
+    kind = KINDS[ui.radio("Edit", list(KINDS), horizontal=True, key="edit_kind")]
     if kind is None:
         return None
     v = _version()
-    c1, c2 = st.columns(2)
+    c1, c2 = ui.columns(2)
     p: dict = {}
     if kind == "color":
         p["hue"] = c1.slider("Hue (degrees)", -180, 180, 0, key=f"e_hue-{v}")
@@ -96,9 +110,18 @@ def edit_controls(region: int, h: int, w: int) -> Edit | None:
 
 
 def _apply(s: A.Analysis, pending: Edit | None) -> None:
+    """Apply the edit the controls hold when Apply is pressed. The press carries the sliders'
+    values; the ``pending`` drawn with the button may be older: a slider moved and Apply
+    pressed before the run for the slider's last value had drawn the button again."""
     if pending is None:
         return
-    A.apply_edit(s, pending)
+    try:
+        region = int(st.session_state.get("edit_region", pending.region))
+        pending = edit_controls(region, *s.image.shape[:2], ui=_Sent())
+    except KeyError:  # a control the browser did not send: the edit as drawn
+        pass
+    if pending is not None:  # None: "no change" chosen since
+        A.apply_edit(s, pending)
     _fresh_controls()
 
 

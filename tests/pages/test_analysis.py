@@ -662,6 +662,33 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
     assert not any("differs from the preview" in i.value for i in at.info)
 
 
+@pytest.mark.slow
+def test_apply_applies_the_value_the_press_carries_not_the_one_drawn_last():
+    """A slider moved and Apply pressed before the run for the slider's last value had drawn
+    the button again (a fast analyst; CI's browser once applied hue +55 for +60): the press
+    carries the slider's value, and that is the edit applied, not the button's older one."""
+    at = run_app({})
+    widget(at.selectbox, "Sample gallery").set_value("demo-conflict-2").run()
+    at.switch_page(CRAFT).run()
+    button(at, "Add the tag as a region").click().run()
+    at.switch_page(INSPECT).run()
+    at.radio(key="edit_kind").set_value("colour").run()
+    at.slider(key="e_hue-0").set_value(30).run()  # the button is drawn with hue +30
+    at.slider(key="e_hue-0").set_value(60)  # moved again, and pressed before any run
+    button(at, "Apply edit").click().run()
+    assert not at.exception, at.exception
+    s = at.session_state["limecraft_session"].app
+    assert [e.describe() for e in s.edits] == ["recolour region 0 (hue +60°)"]
+    # and "no change" chosen, then Apply pressed with the button still drawn enabled: nothing
+    at.radio(key="edit_kind").set_value("colour").run()
+    hue = next(sl for sl in at.slider if sl.label == "Hue (degrees)")
+    hue.set_value(20).run()
+    at.radio(key="edit_kind").set_value("no change")
+    button(at, "Apply edit").click().run()
+    assert not at.exception, at.exception
+    assert len(s.edits) == 1
+
+
 #: One change per edit kind, from the Inspect page's controls (widget key prefix, value).
 EDIT_CHANGES = {
     "colour": ("e_hue", 60),
