@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from e2e_helpers import (
     CANVAS,
+    T,
     choose,
     click,
     drive,
@@ -117,7 +118,7 @@ def test_the_whole_analyst_flow(page, app_url):
 
     # --- export: download the report
     goto(page, "Export")
-    with page.expect_download() as dl:
+    with page.expect_download(timeout=T) as dl:
         click(page, page.get_by_role("button", name="Report (HTML)"))
     with open(dl.value.path(), encoding="utf-8") as f:
         html = f.read()

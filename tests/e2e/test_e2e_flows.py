@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from e2e_helpers import (
     CANVAS,
+    T,
     choose,
     click,
     enter,
@@ -289,7 +290,7 @@ def test_export_then_restore_in_a_fresh_browser(page, app_url, browser, tmp_path
     expect(result).to_be_visible()
     result_line = result.inner_text()
     goto(page, "Export")
-    with page.expect_download() as dl:
+    with page.expect_download(timeout=T) as dl:
         click(page, page.get_by_role("button", name="Analysis (JSON)"))
     assert dl.value.suggested_filename == "demo-conflict-1_analysis.json"
     path = str(tmp_path / dl.value.suggested_filename)
@@ -412,7 +413,7 @@ def test_the_paste_is_kept_after_a_reload_a_switch_and_a_restore(page, app_url, 
     rerun(page, page.reload, what="reload")
     same_paste(page)
     goto(page, "Export")
-    with page.expect_download() as dl:
+    with page.expect_download(timeout=T) as dl:
         click(page, page.get_by_role("button", name="Report (HTML)"))
     with open(dl.value.path(), encoding="utf-8") as f:
         assert '<section id="transplant">' in f.read()
@@ -425,7 +426,7 @@ def test_the_paste_is_kept_after_a_reload_a_switch_and_a_restore(page, app_url, 
     shot(page, "e2-back")
     # export, then restore in a fresh browser: the same result
     goto(page, "Export")
-    with page.expect_download() as dl:
+    with page.expect_download(timeout=T) as dl:
         click(page, page.get_by_role("button", name="Analysis (JSON)"))
     path = str(tmp_path / "pasted.json")
     dl.value.save_as(path)
