@@ -202,7 +202,11 @@ class Runs:
 
 
 def track(page: Page) -> Page:
-    """Start reading the page's script runs; call it before the page's first ``goto``."""
+    """Start reading the page's script runs; call it before the page's first ``goto``. Every
+    Playwright wait of the page without its own timeout (a click's, a download's, a page
+    load's) lasts ``T``, as the waits for runs do, not Playwright's 30 s: on a slow machine with
+    the other worker busy, a report built when its button is pressed took longer."""
+    page.set_default_timeout(T)
     page._limecraft_runs = Runs(page)
     return page
 
