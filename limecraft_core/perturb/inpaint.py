@@ -51,6 +51,20 @@ def _pull_push(premultiplied: torch.Tensor, known: torch.Tensor) -> torch.Tensor
 _INPAINT_SIZE = 128
 
 
+def _within(filled: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+    """``filled`` clamped, in place, to each channel's range over ``image`` (..., 3, H, W).
+
+    Pull-push is a convex combination of the known pixels, so its fill lies in their range;
+    float32 rounding (the area averages, the divisions, the upsampling) can leave it a step
+    outside. Clamping restores the property, so a flat image fills to its own colour exactly
+    (a step off, those steps were scored as if they were the regions), and changes nothing
+    else by more than a step.
+    """
+    lo = image.amin(dim=(-2, -1), keepdim=True)
+    hi = image.amax(dim=(-2, -1), keepdim=True)
+    return torch.clamp(filled, lo, hi, out=filled)
+
+
 def inpaint(image: np.ndarray, hole: np.ndarray, *, max_size: int | None = 256) -> np.ndarray:
     """Fill the ``hole`` pixels of an image from their surroundings (pull-push interpolation).
 
@@ -73,7 +87,8 @@ def inpaint(image: np.ndarray, hole: np.ndarray, *, max_size: int | None = 256) 
     if not hole.any():
         return img
     if hole.all():
-        return np.broadcast_to(img.mean(axis=(0, 1)), img.shape).astype(np.float32).copy()
+        mean = np.clip(img.mean(axis=(0, 1)), img.min(axis=(0, 1)), img.max(axis=(0, 1)))
+        return np.broadcast_to(mean, img.shape).astype(np.float32).copy()
     h, w = hole.shape
     x = to_chw(img)[None]
     known = torch.from_numpy(~hole)[None, None].float()
@@ -88,7 +103,7 @@ def inpaint(image: np.ndarray, hole: np.ndarray, *, max_size: int | None = 256) 
     filled = _pull_push(v, known_s)
     if s < 1:
         filled = F.interpolate(filled, size=(h, w), mode="bilinear", align_corners=False)
-    out = torch.where(known.bool(), x, filled)[0]
+    out = torch.where(known.bool(), x, _within(filled, x))[0]
     return np.clip(out.numpy().transpose(1, 2, 0), 0.0, 1.0)
 
 
@@ -146,7 +161,8 @@ def _inpaint_union(image: torch.Tensor, keep: torch.Tensor, out: torch.Tensor | 
     def finish(small: torch.Tensor) -> torch.Tensor:  # at the reduced size: cheaper
         return torch.where(nothing_kept, mean, small.clamp_(0.0, 1.0))
 
-    filled = _inpaint_small(image * keep, keep, finish)
+    # within the image's range (lerp keeps it there): a flat image gives itself back exactly
+    filled = _within(_inpaint_small(image * keep, keep, finish), image)
     # lerp is exact at weights 0 and 1 (and 7x faster than a broadcast boolean where on a CPU)
     return torch.lerp(filled, image.expand_as(filled), keep, out=out)
 
@@ -165,7 +181,7 @@ def inpaint_regions(img: np.ndarray, labels: np.ndarray, chunk: int = 16) -> np.
         ids = torch.arange(start, min(start + chunk, k))
         hidden = lab[None] == ids[:, None, None]  # (b, H, W)
         known = (~hidden)[:, None].float()
-        filled = _inpaint_small(x * known, known)
+        filled = _within(_inpaint_small(x * known, known), x)
         for b in range(len(ids)):
             out = torch.where(hidden[b], filled[b], out)
     return out.numpy().transpose(1, 2, 0)

@@ -95,6 +95,45 @@ def test_a_flat_upload_at_another_size_than_the_model_has_no_weight():
     assert ex.trust.stability.reason == "unstable: no region carries any weight"
 
 
+def test_inpainting_a_flat_image_gives_the_image_back_exactly():
+    """Pull-push is a convex combination of the kept pixels, so a flat image's fill is its
+    colour. In float32 it came back a step or two off in places (the area averages, the
+    divisions, the bilinear upsampling), and those steps were scored as if they were the
+    regions. Every inpainting path: a perturbation's kept pixels (``inpaint``, nothing kept
+    too), each region alone (``inpaint-each``), one hole (the edits' fill)."""
+    from limecraft_core.perturb import inpaint
+    from limecraft_core.perturb.inpaint import _inpaint_union, inpaint_regions
+
+    for value, shape in ((128, (200, 260)), (37, (224, 224)), (255, (97, 131))):
+        img = np.full((*shape, 3), value, np.uint8)
+        flat = torch.from_numpy(img.astype(np.float32) / 255).permute(2, 0, 1)
+        keep = (torch.rand(9, 1, *shape, generator=torch.Generator().manual_seed(0)) < 0.3).float()
+        keep[0] = 0.0  # nothing kept: the image's mean colour
+        assert torch.equal(_inpaint_union(flat, keep), flat.expand(9, -1, -1, -1)), value
+        f32 = img.astype(np.float32) / 255
+        labels = (np.arange(shape[0] * shape[1]).reshape(shape) // 997) % 20
+        assert np.array_equal(inpaint_regions(f32, labels), f32)
+        hole = np.zeros(shape, bool)
+        hole[20:80, 30:90] = True
+        assert np.array_equal(inpaint(img, hole), f32)
+        assert np.array_equal(inpaint(img, np.ones(shape, bool)), f32)
+
+
+def test_a_flat_upload_has_no_weight_under_the_inpainting_fills():
+    """A flat grey upload explained with ``--fill inpaint`` (or ``inpaint-each``) was called
+    "stable" with region 9 first, on the rounding of the fill."""
+    from models.registry import load_classifier
+
+    img = np.full((200, 260, 3), 128, np.uint8)
+    for fill in ("inpaint", "inpaint-each"):
+        cfg = lc.ExplainConfig.from_flat(
+            segmentation="slic", n_segments=36, precision="fp32", fill=fill, samples=200
+        )
+        ex = lc.explain(img, load_classifier("demo"), config=cfg)
+        assert ex.n_regions > 1 and not ex.weights.any(), fill
+        assert ex.trust.stability.reason == "unstable: no region carries any weight", fill
+
+
 def test_the_verdict_of_a_constant_score_says_no_region_carries_weight():
     masks, w = _sample()
     assert quick_lead(masks, np.full(len(masks), 0.25), w, 1.0) == 0.0  # no lead to screen
