@@ -129,12 +129,14 @@ def test_without_masks_the_top_region_on_the_border_is_flagged():
     assert centre.flags == ()
 
 
-def test_an_image_whose_score_never_moves_is_not_flagged_for_its_region_0():
-    """A flat image under the mean fill: every hidden region takes its own mean colour, which
-    is the image again, so no region carries any weight. Region 0 (the top-left cell, on the
-    border) is not "the top region": no flag."""
+@pytest.mark.parametrize("fill", ["mean", "inpaint"])
+def test_an_image_whose_score_never_moves_is_not_flagged_for_its_region_0(fill):
+    """A flat image under the mean fill (every hidden region takes its own mean colour, which
+    is the image again) and under the audit's own, inpaint (a convex combination of the kept
+    pixels, kept within their range): no region carries any weight. Region 0 (the top-left
+    cell, on the border) is not "the top region": no flag."""
     clf = Classifier(LooksAt(CORNER), labels=["marker", "other"], device="cpu")
-    cfg = toy_config(fill="mean")
+    cfg = toy_config(fill=fill)
     ex = explain(np.full((SIZE, SIZE, 3), 0.3, np.float32), clf, config=cfg)
     assert not ex.weights.any()
     row = audit_row(ex, file="flat", key="flat", digest="d")
