@@ -20,8 +20,8 @@ stopping off, over the default run's regions (the seed also seeds quickshift, so
 given the default run's label map and only the sampling differs), judged together by :func:`limecraft_core.trust.stability` as 5 repeats (its
 conclusion, its detail, its first region). Their weights are cached in
 ``bench/results/calibration_refs/``, keyed by the case and a hash of the engine code that makes
-weights (perturbation, fills, the resize, the scene, regions, surrogate and its sample weights,
-sampling plan, classifier, the model's module: :data:`ENGINE_FILES`): the
+weights (every file a reference run executes but the verdict's, which tests/test_bench.py
+checks by tracing one: :data:`ENGINE_FILES`): the
 verdict is recomputed from them by the current code, so a change to the verdict's rule does not
 cost the references again. About 2.5 minutes per EfficientNet-Lite0 case on 2 cores.
 
@@ -82,21 +82,34 @@ PHOTOS = ("chelsea", "coffee", "astronaut", "rocket")
 IMAGENET_DIR = Path("/work/data/imagenet-sample")
 IMAGENET_COUNT = 4
 TORCH_CASES = ("lite0-torch-chelsea-watermark", "lite0-torch-coffee")
-#: the engine code whose change changes the weights (the reference's cache key)
+#: the engine code whose change changes the weights (the reference's cache key): every file a
+#: reference run executes (tests/test_bench.py traces one) but :data:`NOT_WEIGHTS`
 ENGINE_FILES = (
     "limecraft_core/perturb",
     "limecraft_core/regions",
     "limecraft_core/surrogate.py",
     "limecraft_core/classifier.py",
+    "limecraft_core/explain.py",  # the run's order, its settings
+    "limecraft_core/config",  # the defaults (fill, kernel, ridge)
+    "limecraft_core/_validate.py",  # the image as floats
+    "limecraft_core/limits.py",  # a flat score's rule
+    "limecraft_core/result.py",  # the class's weights, read back
+    "limecraft_core/_stages/regions.py",  # the label map given
     "limecraft_core/_stages/plan.py",
     "limecraft_core/_stages/score.py",
     "limecraft_core/_stages/fit.py",  # the surrogate's sample weights
     "limecraft_core/_stages/scene.py",  # the image at the model's size, the fill
+    "limecraft_core/_stages/summary.py",  # the explanation it returns
     "limecraft_core/fill_table.py",  # the fills
     "limecraft_core/tensors.py",  # the resize
     "models/efficientnet_lite.py",
+    "models/onnx_model.py",  # EfficientNet-Lite0's default runtime
     "models/demo.py",
 )
+#: what a reference run executes that cannot change its weights: the verdict (recomputed from
+#: the references by today's code, so a change to its rule does not cost them again) and the
+#: checks that lead to it (after the fit)
+NOT_WEIGHTS = ("limecraft_core/trust", "limecraft_core/_stages/checks.py")
 
 
 @dataclass(frozen=True)

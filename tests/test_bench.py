@@ -220,6 +220,52 @@ def test_watermark_bench_reads_imagenet_names_and_counts_the_flips(tmp_path, cap
     assert "| top-1 clean | 66.7% |" in md and md in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_the_calibration_cache_key_covers_every_file_a_reference_run_executes(tmp_path):
+    """The references are cached by a hash of the engine code that makes weights
+    (``ENGINE_FILES``): every file of the engine and of the models that a reference run executes
+    is in it, but the verdict's (``NOT_WEIGHTS``), which is recomputed from the references. Traced
+    on a demo case and on EfficientNet-Lite0 (its default runtime, ONNX) at N = 32, over a grid
+    of regions. (The
+    inpainting's, the resize's and the flat rule's files were once left out: a change to them
+    kept the references of the engine before it.)"""
+    import numpy as np
+
+    cal = _bench_module("bench_calibration")
+    cases = {c.id: c for c in cal.cases(tmp_path / "no-imagenet")}
+    executed: set[str] = set()
+
+    def profile(frame, event, arg) -> None:
+        if event == "call" and frame.f_code.co_name != "<module>":
+            executed.add(frame.f_code.co_filename)
+
+    with _process_state_kept():
+        for case_id in ("demo-conflict-1-tag", "lite0-chelsea"):
+            case = cases[case_id]
+            clf = cal.classifier(case.model)
+            h, w = case.image().shape[:2]  # a 4 x 4 grid of regions: the run, not its regions
+            segments = (np.arange(h)[:, None] * 4 // h) * 4 + np.arange(w)[None] * 4 // w
+            cal.reference(case, clf, 10, 1, "warm", tmp_path, segments)  # lazy imports' tables
+            sys.setprofile(profile)
+            try:
+                cal.reference(case, clf, 32, 1, "trace", tmp_path, segments)
+            finally:
+                sys.setprofile(None)
+    ours = {
+        Path(f).resolve().relative_to(ROOT).as_posix()
+        for f in executed
+        if Path(f).resolve().is_relative_to(ROOT / "limecraft_core")
+        or Path(f).resolve().is_relative_to(ROOT / "models")
+    }
+    assert "models/onnx_model.py" in ours and "limecraft_core/_stages/fit.py" in ours
+
+    def under(path: str, roots) -> bool:
+        return any(path == r or path.startswith(r + "/") for r in roots)
+
+    left_out = sorted(f for f in ours if not under(f, cal.ENGINE_FILES + cal.NOT_WEIGHTS))
+    assert not left_out, f"executed by a reference run, not in ENGINE_FILES: {left_out}"
+
+
 def test_calibration_bench_judges_the_default_verdict_against_cached_repeats(tmp_path, capsys):
     """The demo model's first conflict image, with its tag drawn and without: the default run,
     its 5-repeat reference (computed, cached under --refs, then read back on a second run), the
