@@ -120,9 +120,23 @@ def _apply(s: A.Analysis, pending: Edit | None) -> None:
         pending = edit_controls(region, *s.image.shape[:2], ui=_Sent())
     except KeyError:  # a control the browser did not send: the edit as drawn
         pass
-    if pending is not None:  # None: "no change" chosen since
+    if pending is not None and _changes(s, pending):  # None: "no change" chosen since
         A.apply_edit(s, pending)
     _fresh_controls()
+
+
+def _changes(s: A.Analysis, edit: Edit) -> bool:
+    """Whether ``edit`` changes the image as edited so far (a slider moved back to 0 before
+    the press: nothing to stack). An edit that cannot be applied is left to the page, which says
+    why."""
+    base = edited(s.image, caches.regions(s).labels, tuple(s.edits))
+    try:
+        after = apply_edit(base.image, base.labels, edit)
+    except lc.LimecraftError:
+        return True
+    return not (
+        np.array_equal(after.image, base.image) and np.array_equal(after.labels, base.labels)
+    )
 
 
 def _undo(s: A.Analysis) -> None:

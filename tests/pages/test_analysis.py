@@ -666,7 +666,8 @@ def test_inspect_apply_resets_the_pending_edit_and_reexplains_the_preview():
 def test_apply_applies_the_value_the_press_carries_not_the_one_drawn_last():
     """A slider moved and Apply pressed before the run for the slider's last value had drawn
     the button again (a fast analyst; CI's browser once applied hue +55 for +60): the press
-    carries the slider's value, and that is the edit applied, not the button's older one."""
+    carries the slider's value, and that is the edit applied, not the button's older one; an
+    edit that changes nothing by then is not stacked."""
     at = run_app({})
     widget(at.selectbox, "Sample gallery").set_value("demo-conflict-2").run()
     at.switch_page(CRAFT).run()
@@ -684,6 +685,14 @@ def test_apply_applies_the_value_the_press_carries_not_the_one_drawn_last():
     hue = next(sl for sl in at.slider if sl.label == "Hue (degrees)")
     hue.set_value(20).run()
     at.radio(key="edit_kind").set_value("no change")
+    button(at, "Apply edit").click().run()
+    assert not at.exception, at.exception
+    assert len(s.edits) == 1
+    # and the slider moved back to 0 before the press: an edit that changes nothing, not stacked
+    at.radio(key="edit_kind").set_value("colour").run()
+    key = next(sl.key for sl in at.slider if sl.label == "Hue (degrees)")
+    at.slider(key=key).set_value(20).run()
+    at.slider(key=key).set_value(0)
     button(at, "Apply edit").click().run()
     assert not at.exception, at.exception
     assert len(s.edits) == 1
