@@ -131,12 +131,15 @@ def _changes(s: A.Analysis, edit: Edit) -> bool:
     why."""
     base = edited(s.image, caches.regions(s).labels, tuple(s.edits))
     try:
-        after = apply_edit(base.image, base.labels, edit)
+        return not _same(apply_edit(base.image, base.labels, edit), base)
     except lc.LimecraftError:
         return True
-    return not (
-        np.array_equal(after.image, base.image) and np.array_equal(after.labels, base.labels)
-    )
+
+
+def _same(a, b) -> bool:
+    """Whether two edited images (and their label maps) are the same: an edit that changes
+    nothing (a 0° rotation, a move by 0) is not stacked."""
+    return np.array_equal(a.image, b.image) and np.array_equal(a.labels, b.labels)
 
 
 def _undo(s: A.Analysis) -> None:
@@ -284,9 +287,7 @@ with c1:
         st.stop()
     row = st.container(horizontal=True)  # buttons wrap rather than truncate their labels
     # an edit that changes nothing (a 0° rotation, a move by 0) is not stacked
-    unchanged = pending is None or (
-        np.array_equal(preview.image, base.image) and np.array_equal(preview.labels, base.labels)
-    )
+    unchanged = pending is None or _same(preview, base)
     row.button(
         "Apply edit",
         type="primary",
