@@ -681,3 +681,51 @@ def test_trust_agreement_rules_count_what_they_fix_and_break():
     assert s["methods_agree"] == 3 and s["stable_and_methods_disagree"] == 2
     assert s["cases"] == 5 and s["stale"] == ["x"]
     assert ta.decision(s).startswith("keep the verdict as it is")
+
+
+def test_merge_why_bench_measures_what_the_interaction_test_sees_and_the_answer_known():
+    """One demo conflict image with its tag as the artifact, N = 60: the counts of part 1 are
+    consistent with the comparison's own merge hint, the answer known merges exactly the tag's
+    regions, and the group rule's group is adjacent regions within its cap."""
+    import numpy as np
+
+    import limecraft_core as lc
+    from limecraft_core._validate import as_float_image
+    from limecraft_core.merge_hint import adjacent_pairs
+    from models import demo, registry
+
+    bw = _bench_module("bench_merge_why")
+    s = demo.generate(1, seed=2026, mode="conflict")[0]
+    model = registry.load_classifier("demo")
+    target = int(np.argmax(model.predict(s.image)))
+    cfg = lc.ExplainConfig.from_flat(samples=60)
+    rec = bw.one_photo(s.image, model, cfg, ("lime", "occlusion"), s.tag_mask, True, target)
+    seen = rec["seen"]
+    regs = lc.prepare_regions(as_float_image(s.image), cfg.segmentation)[0]
+    assert seen["regions"] == regs.n_regions
+    assert 0 <= seen["disputed_pieces"] <= min(seen["pieces"], seen["disputed"])
+    assert seen["strong_joining_pieces"] <= seen["strong"] <= seen["tested"]
+    assert seen["tested_joining_pieces"] <= seen["tested"]
+    cmp = lc.compare_explainers(s.image, model, regs, ("lime", "occlusion"), config=cfg,
+                                target=target)  # fmt: skip
+    assert seen["tested"] == len(cmp.merge.tested)
+    assert (seen["strong"] > 0) == (cmp.merge.pair is not None)  # a pair is suggested iff strong
+    known = rec["answer_known"]
+    assert known["group"] == _box_group(regs.labels, s.tag_mask)
+    assert np.isclose(known["sum_of_pieces"], cmp.values("lime")[known["group"]].sum(), atol=1e-3)
+    g = rec["grow"]
+    assert 2 <= len(g["group"]) <= bw.GROW_CAP and len(set(g["group"])) == len(g["group"])
+    pairs = {tuple(p) for p in adjacent_pairs(regs.labels).tolist()}
+    assert all(any((min(a, b), max(a, b)) in pairs for b in g["group"] if b != a)
+               for a in g["group"])  # fmt: skip
+    assert 0 <= g["inside"] <= 1 and g["passes"] >= regs.n_regions + 1
+    t = bw.summary([rec, rec])
+    assert t["photos"] == 2 and t["top_on_watermark"] == 2 * rec["lime_top_on_watermark"]
+    md = bw.markdown({"machine": "m", "command": "c", "runtime": "r", "samples": 60,
+                      "methods": ["lime"], "seconds": 1.0, "limit": 1, "grow": True,
+                      "parts": {"first 1": t}})  # fmt: skip
+    assert "| first 1 (2) |" in md and "group rule" in md
+
+
+def _box_group(labels, box):
+    return _bench_module("bench_merge").box_group(labels, box)
