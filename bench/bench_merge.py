@@ -107,7 +107,7 @@ def oracle_photo(
     image: np.ndarray, model, cfg, methods, box: np.ndarray, target: int = CARTON
 ) -> dict:
     """The regions on the artifact merged into one (the answer known), compared again: whether
-    LIME's strongest region then lies on the artifact, and the merged region's rank."""
+    LIME's strongest region then lies on the artifact, and the merged region's rank and weight."""
     regs = lc.prepare_regions(as_float_image(image), cfg.segmentation)[0]
     group = box_group(regs.labels, box)
     on_box = np.isin(regs.labels, group)
@@ -124,6 +124,7 @@ def oracle_photo(
         "k": cmp.n_regions,
         "lime_top_on_watermark": _inside(regs.labels, top, box) >= ON_WATERMARK,
         "merged_rank": None if merged is None else int((lime > lime[merged]).sum()) + 1,
+        "merged_weight": None if merged is None else round(float(lime[merged]), 4),
     }
 
 

@@ -47,7 +47,7 @@ import platform
 import time
 
 import numpy as np
-from bench_merge import PIECE, _inside, box_group
+from bench_merge import PIECE, _inside, oracle_photo
 from bench_proposers import ON_WATERMARK
 from bench_watermark import CARTON, carton_flips, image_files
 
@@ -88,19 +88,18 @@ def seen_by_the_test(cmp: lc.Comparison, labels: np.ndarray, box: np.ndarray) ->
     }
 
 
-def additivity(image, model, cfg, regs: lc.Regions, lime: np.ndarray, box, target=CARTON) -> dict:
-    """Part 2 (module doc): the watermark's regions merged, LIME again; the merged weight
-    against the sum of its pieces' weights (``lime``: LIME's weights before the merge)."""
-    group = box_group(regs.labels, box)
-    out = {"group": group, "sum_of_pieces": round(float(lime[group].sum()), 4)}
-    if len(group) < 2:  # nothing to merge: the region is its own "merge"
-        out.update(merged=out["sum_of_pieces"], wins=bool(group) and int(np.argmax(lime)) in group)
-        return out
-    merged = lc.merge_regions(regs, group)
-    v = _lime(image, model, cfg, merged, target)
-    m = int(merged.labels[np.isin(regs.labels, group)][0])
-    out.update(merged=round(float(v[m]), 4), wins=bool(v[m] >= v.max()))
-    return out
+def additivity(image, model, cfg, lime: np.ndarray, box, target=CARTON) -> dict:
+    """Part 2 (module doc): the watermark's regions merged, LIME again (``bench_merge``'s answer
+    known); the merged weight against the sum of its pieces' weights (``lime``: LIME's weights
+    before the merge)."""
+    o = oracle_photo(image, model, cfg, ("lime",), box, target)
+    merged = o["merged_weight"]
+    return {
+        "group": o["group"],
+        "sum_of_pieces": round(float(lime[o["group"]].sum()), 4),
+        "merged": 0.0 if merged is None else merged,
+        "wins": o["merged_rank"] == 1,
+    }
 
 
 def _lime(image, model, cfg, regs: lc.Regions, target: int) -> np.ndarray:
@@ -159,7 +158,7 @@ def one_photo(image, model, cfg, methods, box, grow: bool, target: int = CARTON)
     rec = {
         "lime_top_on_watermark": _inside(regs.labels, int(np.argmax(lime)), box) >= ON_WATERMARK,
         "seen": seen_by_the_test(cmp, regs.labels, box),
-        "answer_known": additivity(image, model, cfg, regs, lime, box, target),
+        "answer_known": additivity(image, model, cfg, lime, box, target),
     }
     if grow:
         g = grow_group(image, model, regs.labels, target)
